@@ -9,7 +9,7 @@ from lit.llvm.subst import ToolSubst
 config.name = "hectorc"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".hector", ".test"]
-config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "fuzz", "python", "unit", "Inputs", "CMakeLists.txt"]
+config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "fuzz", "python", "unit", "templates", "Inputs", "CMakeLists.txt"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.hector_obj_root, "test")
 

@@ -1,0 +1,28 @@
+"""hector: the runtime of the hectorc compiler.
+
+Loads compiled relational-GNN layers as ``torch.nn.Module`` classes and provides what they need:
+
+- :class:`Graph` — validated graph preprocessing (relation-sorted edges, CSR by destination and
+  source, unique (node, relation) maps, node-type segments, degree norms).
+- :class:`PinnedTable` — zero-copy (PyTorch-Direct) row gathers from host-resident features.
+- :func:`spill` — a context that spills saved activations to SSD (SSDTrain).
+
+The native part, ``libhector_runtime.so``, registers its operators under ``torch.ops.hector``.
+"""
+from ._native import library_path, load_runtime  # noqa: F401
+
+__all__ = ["Graph", "PinnedTable", "spill", "library_path", "load_runtime"]
+
+
+def __getattr__(name):
+    # Submodules are imported on first use so that `import hector` stays cheap.
+    if name == "Graph":
+        from .graph import Graph
+        return Graph
+    if name == "PinnedTable":
+        from .pinned import PinnedTable
+        return PinnedTable
+    if name == "spill":
+        from .spill import spill
+        return spill
+    raise AttributeError(f"module 'hector' has no attribute {name!r}")
