@@ -7,7 +7,7 @@ from lit.llvm import llvm_config
 from lit.llvm.subst import ToolSubst
 
 config.name = "hectorc"
-config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.test_format = lit.formats.ShTest(execute_external=False)
 config.suffixes = [".mlir", ".hector", ".test"]
 config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "fuzz", "python", "unit", "templates", "Inputs", "CMakeLists.txt"]
 config.test_source_root = os.path.dirname(__file__)

@@ -1,0 +1,41 @@
+//===- Driver.h - One hectorc job -------------------------------*- C++ -*-===//
+//
+// The library behind the hectorc tool: the tool parses its command line into CompilerOptions and
+// makes one call to runCompiler.
+//
+//===----------------------------------------------------------------------===//
+#ifndef HECTOR_COMPILER_DRIVER_H
+#define HECTOR_COMPILER_DRIVER_H
+
+#include <string>
+#include <vector>
+
+namespace hector {
+
+/// Everything one hectorc run needs.
+struct CompilerOptions {
+  /// The input file, or "-" for standard input.
+  std::string inputFile = "-";
+  /// The input language: "hector" (model language), "mlir" (Hector dialect text), or empty to
+  /// choose by extension (`.mlir` is dialect text, anything else the model language).
+  std::string inputKind;
+  /// What to produce: "hector" (the Hector dialect as generated). "lowered", "cpp", "cuda" and
+  /// "package" are reserved for the later stages of the pipeline.
+  std::string emit = "hector";
+  /// The output file, or "-" for standard output. A file is written atomically.
+  std::string outputFile = "-";
+  /// `NAME=VALUE` parameter overrides, as given on the command line.
+  std::vector<std::string> paramOverrides;
+};
+
+/// Registers the MLIR command-line options hectorc honours (asm printer, context, pass manager,
+/// timing); call once before llvm::cl::ParseCommandLineOptions.
+void registerCompilerCLOptions();
+
+/// Runs one hectorc job. Diagnostics go to stderr; returns the process exit code (0 on success,
+/// 1 on any user or internal error).
+int runCompiler(const CompilerOptions &options);
+
+} // namespace hector
+
+#endif // HECTOR_COMPILER_DRIVER_H

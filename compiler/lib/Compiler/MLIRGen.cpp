@@ -1,0 +1,316 @@
+//===- MLIRGen.cpp - Checked layers to Hector IR ----------------*- C++ -*-===//
+//
+// One Hector op per checked instr, in SSA order; types come from the instr's result fields and
+// locations from its source position.
+//
+//===----------------------------------------------------------------------===//
+#include "hector/Compiler/MLIRGen.h"
+
+#include "hector/Dialect/HectorOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <cmath>
+#include <optional>
+
+using namespace mlir;
+namespace fe = hector::frontend;
+
+namespace hector {
+namespace {
+
+/// Generates the ops of one module; stops at the first broken contract.
+class Generator {
+public:
+  explicit Generator(MLIRContext &context) : context(context), builder(&context) {}
+
+  OwningOpRef<ModuleOp> run(const fe::CheckedModule &checked) {
+    OwningOpRef<ModuleOp> module = ModuleOp::create(builder.getUnknownLoc());
+    builder.setInsertionPointToEnd(module->getBody());
+    for (const fe::CheckedLayer &layer : checked.layers)
+      if (failed(generateLayer(layer)))
+        return nullptr;
+    return module;
+  }
+
+private:
+  Location loc(const fe::SourceLoc &source) {
+    return FileLineColLoc::get(&context, source.file, source.line, source.col);
+  }
+
+  static Space convert(fe::Space space) {
+    switch (space) {
+    case fe::Space::Node:
+      return Space::Node;
+    case fe::Space::Src:
+      return Space::Src;
+    case fe::Space::Dst:
+      return Space::Dst;
+    case fe::Space::Edge:
+      return Space::Edge;
+    case fe::Space::UniqueSrc:
+      return Space::UniqueSrc;
+    case fe::Space::UniqueDst:
+      return Space::UniqueDst;
+    case fe::Space::Relation:
+      return Space::Relation;
+    case fe::Space::NType:
+      return Space::NType;
+    case fe::Space::None:
+      return Space::None;
+    }
+    llvm_unreachable("unknown space");
+  }
+
+  static Slicing convert(fe::Slicing slicing) {
+    switch (slicing) {
+    case fe::Slicing::None:
+      return Slicing::None;
+    case fe::Slicing::Relation:
+      return Slicing::Relation;
+    case fe::Slicing::NType:
+      return Slicing::NType;
+    }
+    llvm_unreachable("unknown slicing");
+  }
+
+  static AggregateKind convert(fe::AggregateKind kind) {
+    switch (kind) {
+    case fe::AggregateKind::Sum:
+      return AggregateKind::Sum;
+    case fe::AggregateKind::Mean:
+      return AggregateKind::Mean;
+    case fe::AggregateKind::Max:
+      return AggregateKind::Max;
+    }
+    llvm_unreachable("unknown aggregate kind");
+  }
+
+  /// The type of an instr's result, or null (after an error) for an ill-formed shape.
+  Type resultType(const fe::Instr &instr, Location where) {
+    ArrayRef<int64_t> dims = instr.shape.dims;
+    int64_t headAxis = instr.shape.headAxis;
+    auto emit = [&] { return emitError(where); };
+    if (instr.isWeight)
+      return WeightType::getChecked(emit, &context, convert(instr.slicing), dims, headAxis);
+    return ValueType::getChecked(emit, &context, convert(instr.space), dims, headAxis);
+  }
+
+  /// The parameter values as attributes: integral values as i64, others as f64.
+  DictionaryAttr paramsAttr(const fe::CheckedLayer &layer) {
+    SmallVector<NamedAttribute> entries;
+    for (const auto &[name, value] : layer.params) {
+      Attribute attr;
+      if (std::nearbyint(value) == value && std::fabs(value) < 9.0e15)
+        attr = builder.getI64IntegerAttr(static_cast<int64_t>(value));
+      else
+        attr = builder.getF64FloatAttr(value);
+      entries.push_back(builder.getNamedAttr(name, attr));
+    }
+    return builder.getDictionaryAttr(entries);
+  }
+
+  LogicalResult generateLayer(const fe::CheckedLayer &layer) {
+    auto op = builder.create<LayerOp>(loc(layer.loc), layer.name, paramsAttr(layer));
+    OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPointToEnd(op.getBody());
+    values.assign(layer.instrs.size(), Value());
+    for (auto [index, instr] : llvm::enumerate(layer.instrs))
+      if (failed(generateInstr(index, instr)))
+        return failure();
+    return success();
+  }
+
+  /// The value of operand `i` of `instr`, or null after an error.
+  Value operand(const fe::Instr &instr, size_t i, size_t index, Location where) {
+    if (i >= instr.operands.size()) {
+      emitError(where) << "internal error: instr #" << index << " has too few operands";
+      return {};
+    }
+    int source = instr.operands[i];
+    if (source < 0 || static_cast<size_t>(source) >= index || !values[source]) {
+      emitError(where) << "internal error: instr #" << index << " uses #" << source
+                       << ", which does not precede it or has no result";
+      return {};
+    }
+    return values[source];
+  }
+
+  LogicalResult generateInstr(size_t index, const fe::Instr &instr) {
+    Location where = loc(instr.loc);
+    Type type;
+    if (instr.kind != fe::OpKind::Output) {
+      type = resultType(instr, where);
+      if (!type)
+        return failure();
+    }
+    // Operands by position; a null one has already been reported.
+    SmallVector<Value> args;
+    for (size_t i = 0; i < instr.operands.size(); ++i) {
+      Value value = operand(instr, i, index, where);
+      if (!value)
+        return failure();
+      args.push_back(value);
+    }
+    auto need = [&](size_t count) -> LogicalResult {
+      if (args.size() == count)
+        return success();
+      return emitError(where) << "internal error: instr #" << index << " has " << args.size()
+                              << " operands, expected " << count;
+    };
+
+    Operation *op = nullptr;
+    switch (instr.kind) {
+    case fe::OpKind::Input:
+      op = builder.create<InputOp>(where, type, instr.name);
+      break;
+    case fe::OpKind::Weight: {
+      std::optional<WeightInit> init =
+          instr.init.empty() ? WeightInit::Glorot : symbolizeWeightInit(instr.init);
+      if (!init)
+        return emitError(where) << "internal error: unknown initialiser '" << instr.init << "'";
+      op = builder.create<WeightOp>(where, type, instr.name, *init);
+      break;
+    }
+    case fe::OpKind::Output:
+      if (failed(need(1)))
+        return failure();
+      op = builder.create<OutputOp>(where, instr.name, args[0]);
+      break;
+    case fe::OpKind::WeightMatmul:
+      if (failed(need(2)))
+        return failure();
+      op = builder.create<WeightMatmulOp>(where, type, args[0], args[1]);
+      break;
+    case fe::OpKind::Src:
+      if (failed(need(1)))
+        return failure();
+      op = builder.create<SrcOp>(where, type, args[0]);
+      break;
+    case fe::OpKind::Dst:
+      if (failed(need(1)))
+        return failure();
+      op = builder.create<DstOp>(where, type, args[0]);
+      break;
+    case fe::OpKind::Slice:
+      if (failed(need(1)))
+        return failure();
+      op = builder.create<SliceOp>(where, type, args[0]);
+      break;
+    case fe::OpKind::Linear:
+      if (failed(need(2)))
+        return failure();
+      op = builder.create<LinearOp>(where, type, args[0], args[1]);
+      break;
+    case fe::OpKind::Dot:
+      if (failed(need(2)))
+        return failure();
+      op = builder.create<DotOp>(where, type, args[0], args[1]);
+      break;
+    case fe::OpKind::Add:
+      if (failed(need(2)))
+        return failure();
+      op = builder.create<AddOp>(where, type, args[0], args[1]);
+      break;
+    case fe::OpKind::Sub:
+      if (failed(need(2)))
+        return failure();
+      op = builder.create<SubOp>(where, type, args[0], args[1]);
+      break;
+    case fe::OpKind::Mul:
+      if (failed(need(2)))
+        return failure();
+      op = builder.create<MulOp>(where, type, args[0], args[1]);
+      break;
+    case fe::OpKind::Div:
+      if (failed(need(2)))
+        return failure();
+      op = builder.create<DivOp>(where, type, args[0], args[1]);
+      break;
+    case fe::OpKind::Neg:
+      if (failed(need(1)))
+        return failure();
+      op = builder.create<NegOp>(where, type, args[0]);
+      break;
+    case fe::OpKind::Exp:
+      if (failed(need(1)))
+        return failure();
+      op = builder.create<ExpOp>(where, type, args[0]);
+      break;
+    case fe::OpKind::Relu:
+      if (failed(need(1)))
+        return failure();
+      op = builder.create<ReluOp>(where, type, args[0]);
+      break;
+    case fe::OpKind::Tanh:
+      if (failed(need(1)))
+        return failure();
+      op = builder.create<TanhOp>(where, type, args[0]);
+      break;
+    case fe::OpKind::Sigmoid:
+      if (failed(need(1)))
+        return failure();
+      op = builder.create<SigmoidOp>(where, type, args[0]);
+      break;
+    case fe::OpKind::Gelu:
+      if (failed(need(1)))
+        return failure();
+      op = builder.create<GeluOp>(where, type, args[0]);
+      break;
+    case fe::OpKind::LeakyRelu:
+      if (failed(need(1)))
+        return failure();
+      op = builder.create<LeakyReluOp>(where, type, args[0], builder.getF64FloatAttr(instr.number));
+      break;
+    case fe::OpKind::Constant:
+      if (failed(need(0)))
+        return failure();
+      op = builder.create<ConstantOp>(where, type, builder.getF64FloatAttr(instr.number));
+      break;
+    case fe::OpKind::Aggregate:
+      if (failed(need(1)))
+        return failure();
+      op =
+          builder.create<AggregateOp>(where, type, convert(instr.aggregate), args[0], EdgeEnd::Dst);
+      break;
+    case fe::OpKind::Softmax:
+      if (failed(need(1)))
+        return failure();
+      op = builder.create<SoftmaxOp>(where, type, args[0]);
+      break;
+    case fe::OpKind::Concat:
+      op = builder.create<ConcatOp>(where, type, args);
+      break;
+    case fe::OpKind::SplitHeads:
+      if (failed(need(1)))
+        return failure();
+      op = builder.create<SplitHeadsOp>(where, type, args[0]);
+      break;
+    case fe::OpKind::MergeHeads:
+      if (failed(need(1)))
+        return failure();
+      op = builder.create<MergeHeadsOp>(where, type, args[0]);
+      break;
+    }
+    if (!op)
+      return emitError(where) << "internal error: instr #" << index << " has an unknown kind";
+    if (op->getNumResults() == 1)
+      values[index] = op->getResult(0);
+    return success();
+  }
+
+  MLIRContext &context;
+  OpBuilder builder;
+  /// The result of every instr of the current layer (null for outputs).
+  SmallVector<Value> values;
+};
+
+} // namespace
+
+OwningOpRef<ModuleOp> generateModule(MLIRContext &context, const fe::CheckedModule &module) {
+  return Generator(context).run(module);
+}
+
+} // namespace hector

@@ -1,0 +1,21 @@
+//===- hector-opt.cpp - The Hector optimizer driver -------------*- C++ -*-===//
+//
+// mlir-opt for the Hector dialect: parses, verifies, runs passes and prints Hector IR.
+//
+//===----------------------------------------------------------------------===//
+#include "hector/Dialect/HectorDialect.h"
+
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "mlir/Transforms/Passes.h"
+
+int main(int argc, char **argv) {
+  mlir::registerCanonicalizerPass();
+  mlir::registerCSEPass();
+  mlir::registerSymbolDCEPass();
+
+  mlir::DialectRegistry registry;
+  registry.insert<hector::HectorDialect>();
+  return mlir::asMainReturnCode(
+      mlir::MlirOptMain(argc, argv, "Hector optimizer driver\n", registry));
+}

@@ -1,0 +1,63 @@
+//===- hectorc.cpp - The Hector compiler ------------------------*- C++ -*-===//
+//
+// Parses the command line into CompilerOptions and runs one job. Options CLI11 does not know
+// that start with --mlir- (MLIR's debugging flags) are handed to llvm::cl.
+//
+//===----------------------------------------------------------------------===//
+#include "hector/Compiler/Driver.h"
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+#include <string>
+#include <vector>
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM initLLVM(argc, argv);
+  hector::registerCompilerCLOptions();
+
+  hector::CompilerOptions options;
+  CLI::App app{"hectorc: ahead-of-time compiler for relational graph neural networks"};
+  app.allow_extras();
+  app.footer("MLIR debugging flags (--mlir-print-ir-after-all, --mlir-print-debuginfo,\n"
+             "--mlir-timing, ...) are accepted as --mlir-NAME or --mlir-NAME=VALUE.\n");
+  app.add_option("FILE", options.inputFile, "Input file ('-' for stdin)")->required();
+  app.add_option("-x", options.inputKind, "Input language: hector or mlir (default: by extension)")
+      ->check(CLI::IsMember({"hector", "mlir"}));
+  app.add_option("--emit", options.emit,
+                 "What to produce: hector (lowered, cpp, cuda, package: "
+                 "not yet available)");
+  app.add_option("-o", options.outputFile, "Output file ('-' for stdout; written atomically)");
+  app.add_option("-P,--param", options.paramOverrides,
+                 "Override a parameter default: NAME=VALUE (repeatable)")
+      ->allow_extra_args(false);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &error) {
+    if (error.get_exit_code() == 0) // --help
+      return app.exit(error);
+    std::cerr << "hectorc: error: " << error.what() << "\n";
+    return 1;
+  }
+
+  // Everything CLI11 left over must be an MLIR flag.
+  std::vector<std::string> extras = app.remaining();
+  std::vector<const char *> clArgs = {argv[0]};
+  for (const std::string &extra : extras) {
+    if (!llvm::StringRef(extra).starts_with("--mlir-") &&
+        !llvm::StringRef(extra).starts_with("-mlir-")) {
+      std::cerr << "hectorc: error: unknown argument '" << extra << "'\n";
+      return 1;
+    }
+    clArgs.push_back(extra.c_str());
+  }
+  if (!llvm::cl::ParseCommandLineOptions(static_cast<int>(clArgs.size()), clArgs.data(),
+                                         "hectorc\n", &llvm::errs()))
+    return 1;
+
+  return hector::runCompiler(options);
+}

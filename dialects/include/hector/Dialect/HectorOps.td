@@ -1,0 +1,599 @@
+//===- HectorOps.td - Hector dialect operations ------------*- tablegen -*-===//
+//
+// Structure (layer, input, weight, output), graph access and compaction, compute ops of the
+// inter-operator level, and the two kernel-level templates (gemm, traversal).
+//
+//===----------------------------------------------------------------------===//
+#ifndef HECTOR_DIALECT_HECTOROPS_TD
+#define HECTOR_DIALECT_HECTOROPS_TD
+
+include "hector/Dialect/HectorTypes.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/IR/OpAsmInterface.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+/// Marks the ops that may appear in the body of a `hector.traversal`.
+def Hector_TraversalBody : NativeOpTrait<"TraversalBody"> {
+  let cppNamespace = "::hector::OpTrait";
+}
+
+//===----------------------------------------------------------------------===//
+// Structure
+//===----------------------------------------------------------------------===//
+
+def Hector_LayerOp : Hector_Op<"layer", [
+    Symbol, IsolatedFromAbove, NoTerminator, SingleBlock]> {
+  let summary = "one compiled layer (or model)";
+  let description = [{
+    A layer holds, in one block without terminator, the dataflow of one relational GNN layer:
+    its run-time inputs (`hector.input`), its weights (`hector.weight`), the computation, and its
+    named results (`hector.output`). `params` records the values the layer's parameters were
+    bound to. Input and weight names are unique among the layer's inputs and weights; output names
+    are unique among its outputs.
+
+    Example:
+
+    ```mlir
+    hector.layer @rgcn attributes {params = {in = 64 : i64, out = 16 : i64}} {
+      %x = hector.input "x" : !hector.value<node, [64]>
+      %W = hector.weight "W" glorot : !hector.weight<ntype, [64, 16]>
+      %y = hector.linear %x, %W : !hector.value<node, [64]>, !hector.weight<ntype, [64, 16]>
+             -> !hector.value<node, [16]>
+      hector.output "y" %y : !hector.value<node, [16]>
+    }
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, OptionalAttr<DictionaryAttr>:$params);
+  let regions = (region SizedRegion<1>:$bodyRegion);
+  let assemblyFormat = "$sym_name attr-dict-with-keyword $bodyRegion";
+  let hasRegionVerifier = 1;
+  let skipDefaultBuilders = 1;
+  let builders = [
+    OpBuilder<(ins "::llvm::StringRef":$name, "::mlir::DictionaryAttr":$params)>
+  ];
+}
+
+def Hector_InputOp : Hector_Op<"input", [
+    HasParent<"LayerOp">,
+    DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmResultNames"]>]> {
+  let summary = "a named run-time input of a layer";
+  let description = [{
+    Node features or edge data passed to the layer at run time. The result is indexed by nodes
+    or by edges.
+
+    Example:
+
+    ```mlir
+    %x = hector.input "x" : !hector.value<node, [64]>
+    %norm = hector.input "norm" : !hector.value<edge, []>
+    ```
+  }];
+  let arguments = (ins StrAttr:$name);
+  let results = (outs Hector_ValueType:$result);
+  let assemblyFormat = "$name attr-dict `:` qualified(type($result))";
+  let hasVerifier = 1;
+}
+
+def Hector_WeightOp : Hector_Op<"weight", [
+    HasParent<"LayerOp">,
+    DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmResultNames"]>]> {
+  let summary = "a named learned weight of a layer";
+  let description = [{
+    A weight the layer learns, with its initialiser (`glorot`, `zeros`, `ones`, `uniform`,
+    `normal`). Its type says how it is sliced and the shape of one slice.
+
+    Example:
+
+    ```mlir
+    %W = hector.weight "W" glorot : !hector.weight<relation, [64, 4h, 16]>
+    %b = hector.weight "b" zeros : !hector.weight<none, [16]>
+    ```
+  }];
+  let arguments = (ins StrAttr:$name, Hector_WeightInitAttr:$init);
+  let results = (outs Hector_WeightType:$result);
+  let assemblyFormat = "$name $init attr-dict `:` qualified(type($result))";
+  let hasVerifier = 1;
+}
+
+def Hector_OutputOp : Hector_Op<"output", [HasParent<"LayerOp">]> {
+  let summary = "a named result of a layer";
+  let description = [{
+    Marks a value as a result of the layer under the given name.
+
+    Example:
+
+    ```mlir
+    hector.output "h" %h : !hector.value<node, [16]>
+    ```
+  }];
+  let arguments = (ins StrAttr:$name, Hector_ValueType:$value);
+  let assemblyFormat = "$name $value attr-dict `:` qualified(type($value))";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Graph access, slicing and compaction
+//===----------------------------------------------------------------------===//
+
+/// A pure op with one value-or-weight operand and one result, printed with both types.
+class Hector_ConvertOp<string mnemonic, Type inputType, Type resultType,
+                       list<Trait> traits = []>
+    : Hector_Op<mnemonic, !listconcat([Pure], traits)> {
+  let arguments = (ins inputType:$input);
+  let results = (outs resultType:$result);
+  let assemblyFormat = [{
+    $input attr-dict `:` qualified(type($input)) `->` qualified(type($result))
+  }];
+  let hasVerifier = 1;
+}
+
+def Hector_SrcOp : Hector_ConvertOp<"src", Hector_ValueType, Hector_ValueType,
+                                    [Hector_TraversalBody]> {
+  let summary = "read the source node's row on every edge";
+  let description = [{
+    Gathers a node-indexed value through every edge's source node. The result is in the `src`
+    space: edge-indexed, but known to depend only on the source node.
+
+    Example:
+
+    ```mlir
+    %hs = hector.src %h : !hector.value<node, [64]> -> !hector.value<src, [64]>
+    ```
+  }];
+}
+
+def Hector_DstOp : Hector_ConvertOp<"dst", Hector_ValueType, Hector_ValueType,
+                                    [Hector_TraversalBody]> {
+  let summary = "read the destination node's row on every edge";
+  let description = [{
+    Gathers a node-indexed value through every edge's destination node. The result is in the
+    `dst` space: edge-indexed, but known to depend only on the destination node.
+
+    Example:
+
+    ```mlir
+    %hd = hector.dst %h : !hector.value<node, [64]> -> !hector.value<dst, [64]>
+    ```
+  }];
+}
+
+def Hector_SliceOp : Hector_ConvertOp<"slice", Hector_WeightType, Hector_ValueType> {
+  let summary = "use a weight as a value";
+  let description = [{
+    Reads a weight as a value of the same row shape: a relation-sliced weight becomes a
+    `relation`-indexed value (read by each edge's relation), an ntype-sliced one an `ntype`-indexed
+    value (read by each node's type), an unsliced one a `none` value (one broadcast row). The head
+    dimension, if any, must be the first dimension.
+
+    Example:
+
+    ```mlir
+    %a = hector.slice %A : !hector.weight<relation, [4h, 16]> -> !hector.value<relation, [4h, 16]>
+    ```
+  }];
+}
+
+def Hector_UniqueGatherOp : Hector_Op<"unique_gather", [Pure]> {
+  let summary = "gather node rows into unique (node, relation) pairs";
+  let description = [{
+    Compact materialisation: one row per unique (source node, relation) pair (`side src`, result
+    `unique_src`) or unique (destination node, relation) pair (`side dst`, result `unique_dst`),
+    holding the node's row.
+
+    Example:
+
+    ```mlir
+    %u = hector.unique_gather src %h : !hector.value<node, [64]> -> !hector.value<unique_src, [64]>
+    ```
+  }];
+  let arguments = (ins Hector_EdgeEndAttr:$side, Hector_ValueType:$input);
+  let results = (outs Hector_ValueType:$result);
+  let assemblyFormat = [{
+    $side $input attr-dict `:` qualified(type($input)) `->` qualified(type($result))
+  }];
+  let hasVerifier = 1;
+}
+
+def Hector_UniqueExpandOp : Hector_ConvertOp<"unique_expand", Hector_ValueType, Hector_ValueType,
+                                             [Hector_TraversalBody]> {
+  let summary = "read a unique-pair row on every edge";
+  let description = [{
+    Compact materialisation: reads the row of each edge's unique (node, relation) pair through the
+    per-edge inverse index. The input is `unique_src` or `unique_dst`; the result is `edge`.
+
+    Example:
+
+    ```mlir
+    %m = hector.unique_expand %u : !hector.value<unique_src, [16]> -> !hector.value<edge, [16]>
+    ```
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Dense products
+//===----------------------------------------------------------------------===//
+
+def Hector_LinearOp : Hector_Op<"linear", [Pure]> {
+  let summary = "typed linear: each row times the weight slice of its relation or node type";
+  let description = [{
+    Contracts the last dimension of each input row with the first dimension of the weight slice
+    the row selects: by the edge's relation for a relation-sliced weight (the input must be
+    indexed by edges: `src`, `dst`, `edge`, `unique_*`), by the node's type for an ntype-sliced
+    weight (the input must be `node`), or the single slice of an unsliced weight (any space).
+    Shapes: `[k] . [k, m...] -> [m...]`, where a head dimension of the weight right after `k`
+    becomes the result's head dimension; per head, `[Hh, k] . [Hh, k, m...] -> [Hh, m...]`.
+    A relation-sliced linear of `src`, `dst` or `edge` rows is `edge`-indexed; of `unique_*` rows
+    stays in that space; an ntype-sliced one is `node`; an unsliced one keeps the input's space.
+
+    Example:
+
+    ```mlir
+    %z = hector.linear %hs, %W : !hector.value<src, [64]>, !hector.weight<relation, [64, 4h, 16]>
+           -> !hector.value<edge, [4h, 16]>
+    ```
+  }];
+  let arguments = (ins Hector_ValueType:$input, Hector_WeightType:$weight);
+  let results = (outs Hector_ValueType:$result);
+  let assemblyFormat = [{
+    $input `,` $weight attr-dict `:` qualified(type($input)) `,` qualified(type($weight))
+      `->` qualified(type($result))
+  }];
+  let hasVerifier = 1;
+}
+
+def Hector_WeightMatmulOp : Hector_Op<"weight_matmul", [Pure]> {
+  let summary = "weight-by-weight product";
+  let description = [{
+    Contracts the last dimension of `lhs` with the first dimension of `rhs`, slice by slice. At
+    most one operand is sliced, or both are sliced the same way; the result has that slicing.
+    Neither contracted dimension may be a head dimension, and at most one operand has one.
+    Used for basis decomposition (`a_r . V`) and introduced by linear-operator reordering
+    (`W_r a_r`).
+
+    Example:
+
+    ```mlir
+    %W = hector.weight_matmul %a, %V : !hector.weight<relation, [4]>, !hector.weight<none, [4, 64, 16]>
+           -> !hector.weight<relation, [64, 16]>
+    ```
+  }];
+  let arguments = (ins Hector_WeightType:$lhs, Hector_WeightType:$rhs);
+  let results = (outs Hector_WeightType:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` qualified(type($lhs)) `,` qualified(type($rhs))
+      `->` qualified(type($result))
+  }];
+  let hasVerifier = 1;
+}
+
+def Hector_WeightGradOp : Hector_Op<"weight_grad", [Pure]> {
+  let summary = "weight gradient of a linear: per-slice reduction of x^T dy";
+  let description = [{
+    The backward of `hector.linear`: for every slice of the result weight, the sum over the rows
+    that select it of the outer product of the input row and the output-gradient row. `grad` must
+    have exactly the type of `hector.linear %input, W` for a weight `W` of the result type.
+
+    Example:
+
+    ```mlir
+    %dW = hector.weight_grad %hs, %dz : !hector.value<src, [64]>, !hector.value<edge, [16]>
+            -> !hector.weight<relation, [64, 16]>
+    ```
+  }];
+  let arguments = (ins Hector_ValueType:$input, Hector_ValueType:$grad);
+  let results = (outs Hector_WeightType:$result);
+  let assemblyFormat = [{
+    $input `,` $grad attr-dict `:` qualified(type($input)) `,` qualified(type($grad))
+      `->` qualified(type($result))
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise and reductions
+//===----------------------------------------------------------------------===//
+
+/// Binary elementwise op with space join and prefix broadcasting of row shapes.
+class Hector_BinaryOp<string mnemonic, string what>
+    : Hector_Op<mnemonic, [Pure, Hector_TraversalBody]> {
+  let arguments = (ins Hector_ValueType:$lhs, Hector_ValueType:$rhs);
+  let results = (outs Hector_ValueType:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` qualified(type($lhs)) `,` qualified(type($rhs))
+      `->` qualified(type($result))
+  }];
+  let hasVerifier = 1;
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::verify() {
+      return ::hector::verifyElementwiseBinary(*this);
+    }
+  }];
+  let summary = "elementwise " # what;
+  let description = [{
+    Elementwise }] # what # [{ of two values. The result space is the join of the operands'
+    spaces (equal spaces stay; `none` joins anything; `ntype` with `node` is `node`; `relation`
+    with `unique_src`/`unique_dst` is the latter; any other mix of edge-indexed spaces is `edge`;
+    node-indexed with edge-indexed is an error). Row shapes broadcast by prefix: the shorter shape
+    must be a prefix of the longer one, head dimension included (`[]` broadcasts to anything,
+    `[Hh]` to `[Hh, d]`).
+
+    Example:
+
+    ```mlir
+    %s = hector.}] # mnemonic # [{ %a, %b : !hector.value<src, [4h]>, !hector.value<dst, [4h]>
+           -> !hector.value<edge, [4h]>
+    ```
+  }];
+}
+
+def Hector_AddOp : Hector_BinaryOp<"add", "sum">;
+def Hector_SubOp : Hector_BinaryOp<"sub", "difference">;
+def Hector_MulOp : Hector_BinaryOp<"mul", "product">;
+def Hector_DivOp : Hector_BinaryOp<"div", "quotient">;
+
+/// Unary elementwise op: the result has the operand's type.
+class Hector_UnaryOp<string mnemonic, string what>
+    : Hector_Op<mnemonic, [Pure, SameOperandsAndResultType, Hector_TraversalBody]> {
+  let summary = "elementwise " # what;
+  let description = [{
+    Elementwise }] # what # [{ of a value; the result has the operand's type.
+
+    Example:
+
+    ```mlir
+    %r = hector.}] # mnemonic # [{ %a : !hector.value<edge, [4h, 16]>
+    ```
+  }];
+  let arguments = (ins Hector_ValueType:$input);
+  let results = (outs Hector_ValueType:$result);
+  let assemblyFormat = "$input attr-dict `:` qualified(type($input))";
+}
+
+def Hector_NegOp : Hector_UnaryOp<"neg", "negation">;
+def Hector_ExpOp : Hector_UnaryOp<"exp", "exponential">;
+def Hector_ReluOp : Hector_UnaryOp<"relu", "ReLU">;
+def Hector_TanhOp : Hector_UnaryOp<"tanh", "hyperbolic tangent">;
+def Hector_SigmoidOp : Hector_UnaryOp<"sigmoid", "logistic sigmoid">;
+def Hector_GeluOp : Hector_UnaryOp<"gelu", "GELU (exact, erf-based)">;
+
+def Hector_LeakyReluOp : Hector_Op<"leaky_relu", [
+    Pure, SameOperandsAndResultType, Hector_TraversalBody]> {
+  let summary = "elementwise leaky ReLU";
+  let description = [{
+    `x` where `x >= 0`, `slope * x` elsewhere; the result has the operand's type.
+
+    Example:
+
+    ```mlir
+    %s = hector.leaky_relu %a slope 2.000000e-01 : !hector.value<edge, [4h]>
+    ```
+  }];
+  let arguments = (ins Hector_ValueType:$input, F64Attr:$slope);
+  let results = (outs Hector_ValueType:$result);
+  let assemblyFormat = "$input `slope` $slope attr-dict `:` qualified(type($input))";
+}
+
+def Hector_ConstantOp : Hector_Op<"constant", [
+    Pure, ConstantLike, Hector_TraversalBody]> {
+  let summary = "a scalar constant";
+  let description = [{
+    A single scalar row (`!hector.value<none, []>`) broadcast to any space and shape.
+
+    Example:
+
+    ```mlir
+    %c = hector.constant 1.000000e+00 : !hector.value<none, []>
+    ```
+  }];
+  let arguments = (ins F64Attr:$value);
+  let results = (outs Hector_ValueType:$result);
+  let assemblyFormat = "$value attr-dict `:` qualified(type($result))";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Hector_DotOp : Hector_Op<"dot", [Pure, Hector_TraversalBody]> {
+  let summary = "inner product over the last dimension";
+  let description = [{
+    Contracts the last dimension of two rows of equal shape: `[d] . [d] -> []`,
+    `[Hh, d] . [Hh, d] -> [Hh]`. The head dimension cannot be contracted. The result space is
+    the join of the operands' spaces.
+
+    Example:
+
+    ```mlir
+    %s = hector.dot %a, %z : !hector.value<relation, [4h, 16]>, !hector.value<edge, [4h, 16]>
+           -> !hector.value<edge, [4h]>
+    ```
+  }];
+  let arguments = (ins Hector_ValueType:$lhs, Hector_ValueType:$rhs);
+  let results = (outs Hector_ValueType:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` qualified(type($lhs)) `,` qualified(type($rhs))
+      `->` qualified(type($result))
+  }];
+  let hasVerifier = 1;
+}
+
+def Hector_AggregateOp : Hector_Op<"aggregate", [Pure, Hector_TraversalBody]> {
+  let summary = "reduce edge rows into nodes";
+  let description = [{
+    Reduces (`sum`, `mean` or `max`) the rows of an edge-indexed value (`src`, `dst`, `edge`,
+    `unique_*`) into nodes: `by dst` over the incoming edges of each node, `by src` over its
+    outgoing edges (used by the backward pass). A node without such edges gets zeros. The result
+    is node-indexed, with the input's row shape.
+
+    Example:
+
+    ```mlir
+    %h = hector.aggregate sum %m by dst : !hector.value<edge, [16]> -> !hector.value<node, [16]>
+    ```
+  }];
+  let arguments = (ins Hector_AggregateKindAttr:$kind, Hector_ValueType:$input,
+                       Hector_EdgeEndAttr:$by);
+  let results = (outs Hector_ValueType:$result);
+  let assemblyFormat = [{
+    $kind $input `by` $by attr-dict `:` qualified(type($input)) `->` qualified(type($result))
+  }];
+  let hasVerifier = 1;
+}
+
+def Hector_SoftmaxOp : Hector_ConvertOp<"softmax", Hector_ValueType, Hector_ValueType,
+                                        [Hector_TraversalBody]> {
+  let summary = "edge softmax over the incoming edges of each destination";
+  let description = [{
+    For every destination node, the softmax of the rows of its incoming edges, per element
+    (per head for `[Hh]` rows), computed with the per-destination maximum subtracted. The input
+    is edge-indexed (`src`, `dst`, `edge`, `unique_*`); the result is `edge` with the same row
+    shape.
+
+    Example:
+
+    ```mlir
+    %a = hector.softmax %s : !hector.value<edge, [4h]> -> !hector.value<edge, [4h]>
+    ```
+  }];
+}
+
+def Hector_ConcatOp : Hector_Op<"concat", [Pure, Hector_TraversalBody]> {
+  let summary = "concatenate along the last dimension";
+  let description = [{
+    Concatenates two or more values along the last dimension of their rows. All other dimensions
+    (and the head dimension) must agree, and the last one cannot be the head dimension. The
+    result space is the join of the operands' spaces.
+
+    Example:
+
+    ```mlir
+    %c = hector.concat %a, %b : !hector.value<node, [16]>, !hector.value<node, [8]>
+           -> !hector.value<node, [24]>
+    ```
+  }];
+  let arguments = (ins Variadic<Hector_ValueType>:$inputs);
+  let results = (outs Hector_ValueType:$result);
+  let assemblyFormat = [{
+    $inputs attr-dict `:` qualified(type($inputs)) `->` qualified(type($result))
+  }];
+  let hasVerifier = 1;
+}
+
+def Hector_SplitHeadsOp : Hector_ConvertOp<"split_heads", Hector_ValueType, Hector_ValueType,
+                                           [Hector_TraversalBody]> {
+  let summary = "split a vector row into heads";
+  let description = [{
+    Reshapes `[H*d]` rows into `[Hh, d]`; the number of heads is the result type's head
+    dimension. The space is unchanged.
+
+    Example:
+
+    ```mlir
+    %s = hector.split_heads %x : !hector.value<node, [64]> -> !hector.value<node, [4h, 16]>
+    ```
+  }];
+}
+
+def Hector_MergeHeadsOp : Hector_ConvertOp<"merge_heads", Hector_ValueType, Hector_ValueType,
+                                           [Hector_TraversalBody]> {
+  let summary = "merge the heads of a row into one vector";
+  let description = [{
+    Reshapes `[Hh, d]` rows into `[H*d]` (heads concatenated). The space is unchanged.
+
+    Example:
+
+    ```mlir
+    %m = hector.merge_heads %x : !hector.value<node, [4h, 16]> -> !hector.value<node, [64]>
+    ```
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Kernel level
+//===----------------------------------------------------------------------===//
+
+def Hector_GemmOp : Hector_Op<"gemm", [Pure]> {
+  let summary = "segmented GEMM with fused gather and scatter";
+  let description = [{
+    One instance of the GEMM template: for every segment of rows (one per relation, per node
+    type, or a single one; `segment` must be `b`'s slicing), `C[rows] = gather(A)[rows] x B_seg`
+    (`x B_seg^T` with `transpose_b`).
+
+    - `gather`: `none` reads A's rows as they are; `src`/`dst` read a node-indexed A through
+      every edge's source/destination; `unique_src`/`unique_dst` through the unique
+      (node, relation) pairs.
+    - `scatter`: `store` writes one row per iterated row (the result space is that of the
+      equivalent `hector.linear`); `accumulate_dst`/`accumulate_src` sum edge rows into their
+      destination/source nodes (result `node`); `accumulate_unique` sums edge rows into their
+      unique (node, relation) pairs (result `unique_src` or `unique_dst`).
+    - Shapes follow `hector.linear`; with `transpose_b` the roles of the weight's first and
+      remaining dimensions swap: `[m...] . [k, m...]^T -> [k]`, `[Hh, m...] . [Hh, k, m...]^T ->
+      [Hh, k]`.
+
+    Example:
+
+    ```mlir
+    %c = hector.gemm %h, %W segment relation gather src scatter accumulate_dst
+           : !hector.value<node, [64]>, !hector.weight<relation, [64, 16]> -> !hector.value<node, [16]>
+    ```
+  }];
+  let arguments = (ins Hector_ValueType:$a, Hector_WeightType:$b,
+                       Hector_SlicingAttr:$segment, Hector_GemmGatherAttr:$gather,
+                       Hector_GemmScatterAttr:$scatter, UnitAttr:$transpose_b);
+  let results = (outs Hector_ValueType:$result);
+  let assemblyFormat = [{
+    $a `,` $b `segment` $segment `gather` $gather `scatter` $scatter
+      (`transpose_b` $transpose_b^)? attr-dict
+      `:` qualified(type($a)) `,` qualified(type($b)) `->` qualified(type($result))
+  }];
+  let hasVerifier = 1;
+}
+
+def Hector_TraversalOp : Hector_Op<"traversal", [
+    RecursiveMemoryEffects, SingleBlock, IsolatedFromAbove]> {
+  let summary = "a fused region of elementwise ops and reductions";
+  let description = [{
+    One instance of the traversal template: edge-parallel over relation-sorted edges
+    (`edge`), or node-parallel over the incoming edges of each destination node (`node`, with
+    reductions in registers). The body's block arguments are the rows of the operands, bound in
+    order and of the same types; the body holds only graph-access, elementwise, dot, concat,
+    head, aggregate and softmax ops (softmax only in node traversals) and ends with
+    `hector.yield`, whose operands become the results.
+
+    Example:
+
+    ```mlir
+    %a, %h = hector.traversal node (%s = %score, %m = %msg)
+        : (!hector.value<edge, [4h]>, !hector.value<edge, [4h, 16]>)
+        -> (!hector.value<edge, [4h]>, !hector.value<node, [4h, 16]>) {
+      %p = hector.softmax %s : !hector.value<edge, [4h]> -> !hector.value<edge, [4h]>
+      %w = hector.mul %p, %m : !hector.value<edge, [4h]>, !hector.value<edge, [4h, 16]>
+             -> !hector.value<edge, [4h, 16]>
+      %r = hector.aggregate sum %w by dst : !hector.value<edge, [4h, 16]> -> !hector.value<node, [4h, 16]>
+      hector.yield %p, %r : !hector.value<edge, [4h]>, !hector.value<node, [4h, 16]>
+    }
+    ```
+  }];
+  let arguments = (ins Hector_TraversalKindAttr:$kind, Variadic<Hector_ValueType>:$inputs);
+  let results = (outs Variadic<Hector_ValueType>:$results);
+  let regions = (region SizedRegion<1>:$bodyRegion);
+  let hasCustomAssemblyFormat = 1;
+  let hasRegionVerifier = 1;
+}
+
+def Hector_YieldOp : Hector_Op<"yield", [
+    Pure, Terminator, HasParent<"TraversalOp">]> {
+  let summary = "the results of a traversal body";
+  let description = [{
+    Ends the body of a `hector.traversal`; its operands become the traversal's results.
+
+    Example:
+
+    ```mlir
+    hector.yield %p, %r : !hector.value<edge, [4h]>, !hector.value<node, [4h, 16]>
+    ```
+  }];
+  let arguments = (ins Variadic<Hector_ValueType>:$values);
+  let assemblyFormat = "attr-dict ($values^ `:` qualified(type($values)))?";
+}
+
+#endif // HECTOR_DIALECT_HECTOROPS_TD
