@@ -5,13 +5,14 @@ Loads compiled relational-GNN layers as ``torch.nn.Module`` classes and provides
 - :class:`Graph` — validated graph preprocessing (relation-sorted edges, CSR by destination and
   source, unique (node, relation) maps, node-type segments, degree norms).
 - :class:`PinnedTable` — zero-copy (PyTorch-Direct) row gathers from host-resident features.
+- :func:`load` — a library built by ``hectorc`` as ``torch.nn.Module`` classes.
 - :func:`spill` — a context that spills saved activations to SSD (SSDTrain).
 
 The native part, ``libhector_runtime.so``, registers its operators under ``torch.ops.hector``.
 """
 from ._native import library_path, load_runtime  # noqa: F401
 
-__all__ = ["Graph", "PinnedTable", "spill", "library_path", "load_runtime"]
+__all__ = ["Graph", "PinnedTable", "spill", "load", "load_all", "library_path", "load_runtime"]
 
 
 def __getattr__(name):
@@ -22,6 +23,9 @@ def __getattr__(name):
     if name == "PinnedTable":
         from .pinned import PinnedTable
         return PinnedTable
+    if name in ("load", "load_all"):
+        from . import module
+        return getattr(module, name)
     if name == "spill":
         from .spill import spill
         return spill

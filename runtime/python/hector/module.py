@@ -1,0 +1,181 @@
+"""Loading a library built by ``hectorc`` as ``torch.nn.Module`` classes.
+
+``hector.load("model.so")`` loads the library (its operators register under ``torch.ops.hector_L``
+for every layer ``L``, docs/architecture.md "The emitted library and its ABI"), reads each layer's
+manifest and returns a module class for the entry layer (``load(path, layer=...)`` picks another;
+:func:`load_all` returns every layer's class).
+
+An instance owns the layer's weights as parameters, initialised as PyG initialises its layers
+(Glorot-uniform for matrices, zeros/ones for biases and gates as the model file says):
+
+    RGCN = hector.load("rgcn.so")
+    layer = RGCN(num_relations=graph.num_relations)
+    out = layer(graph, x, norm)
+
+Relation-sliced weights are ``[R, dims...]`` and ntype-sliced ones ``[T, dims...]``, so the counts
+R and T are constructor arguments, as for PyG's ``RGCNConv(..., num_relations)``. Weights of
+sub-layers (``conv1.W``) live in submodules, so ``state_dict()`` keys read ``conv1.W``.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import pathlib
+
+import torch
+
+from ._native import load_runtime
+
+_libraries: dict[str, dict[str, dict]] = {}   # resolved path -> {layer name -> manifest}
+
+
+def _registered_manifest_namespaces() -> set[str]:
+    return {s.name.split("::")[0] for s in torch._C._jit_get_all_schemas()
+            if s.name.startswith("hector_") and s.name.endswith("::manifest")}
+
+
+def _load_library(path) -> dict[str, dict]:
+    path = pathlib.Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"hector.load: {path} does not exist")
+    key = str(path.resolve())
+    if key not in _libraries:
+        load_runtime()  # the model library links libhector_runtime.so
+        before = _registered_manifest_namespaces()
+        torch.ops.load_library(key)
+        new = sorted(_registered_manifest_namespaces() - before)
+        if not new:
+            raise RuntimeError(
+                f"hector.load: {path} registers no hector layer (not a library built by hectorc, "
+                "or a library with the same layer names is already loaded)")
+        manifests = {}
+        for ns in new:
+            manifest = json.loads(getattr(torch.ops, ns).manifest())
+            if manifest.get("format") != 1:
+                raise RuntimeError(f"hector.load: {path}: unsupported manifest format "
+                                   f"{manifest.get('format')!r}")
+            manifests[manifest["layer"]] = manifest
+        _libraries[key] = manifests
+    return _libraries[key]
+
+
+def _init_weight(param: torch.Tensor, kind: str, slice_dims: list[int]) -> None:
+    """PyG's initialisers: Glorot-uniform over (first dim, product of the rest) of one slice."""
+    with torch.no_grad():
+        if kind == "zeros":
+            param.zero_()
+        elif kind == "ones":
+            param.fill_(1.0)
+        elif kind == "normal":
+            param.normal_(0.0, 1.0)
+        elif kind == "uniform":
+            fan_in = slice_dims[0] if slice_dims else 1
+            bound = 1.0 / math.sqrt(fan_in)
+            param.uniform_(-bound, bound)
+        elif kind == "glorot":
+            if len(slice_dims) >= 2:
+                fan_in, fan_out = slice_dims[0], math.prod(slice_dims[1:])
+            else:
+                fan_in, fan_out = 1, (slice_dims[0] if slice_dims else 1)
+            bound = math.sqrt(6.0 / (fan_in + fan_out))
+            param.uniform_(-bound, bound)
+        else:
+            raise ValueError(f"unknown initialiser {kind!r}")
+
+
+class CompiledLayer(torch.nn.Module):
+    """Base class of the module classes :func:`load` returns. Subclasses carry ``manifest`` and
+    ``_op`` (the layer's ``torch.ops.hector_L`` namespace)."""
+
+    manifest: dict = {}
+    _op = None
+
+    def __init__(self, num_relations: int = 1, num_ntypes: int = 1, *, dtype=None, device=None):
+        super().__init__()
+        if int(num_relations) < 0 or int(num_ntypes) < 1:
+            raise ValueError(f"{type(self).__name__}: num_relations must be >= 0 and num_ntypes "
+                             f">= 1, got {num_relations} and {num_ntypes}")
+        self.num_relations = int(num_relations)
+        self.num_ntypes = int(num_ntypes)
+        dtype = dtype or torch.get_default_dtype()
+        self._weight_paths = []
+        for w in self.manifest["weights"]:
+            lead = {"relation": [self.num_relations], "ntype": [self.num_ntypes], "none": []}
+            shape = lead[w["slicing"]] + list(w["dims"])
+            param = torch.nn.Parameter(torch.empty(shape, dtype=dtype, device=device))
+            _init_weight(param, w["init"], list(w["dims"]))
+            *owners, leaf = w["name"].split(".")
+            module = self
+            for owner in owners:
+                if not hasattr(module, owner):
+                    module.add_module(owner, torch.nn.Module())
+                module = getattr(module, owner)
+            module.register_parameter(leaf, param)
+            self._weight_paths.append(w["name"])
+
+    def weights(self) -> list[torch.Tensor]:
+        """The weights in manifest order."""
+        return [self.get_parameter(name) for name in self._weight_paths]
+
+    def forward(self, graph, *inputs):
+        from .graph import Graph
+        name = type(self).__name__
+        if not isinstance(graph, Graph):
+            raise TypeError(f"{name}.forward: the first argument must be a hector.Graph, "
+                            f"got {type(graph).__name__}")
+        decl = self.manifest["inputs"]
+        if len(inputs) != len(decl):
+            names = ", ".join(d["name"] for d in decl)
+            raise TypeError(f"{name}.forward: expected {len(decl)} inputs ({names}), "
+                            f"got {len(inputs)}")
+        for d, t in zip(decl, inputs):
+            if not isinstance(t, torch.Tensor):
+                raise TypeError(f"{name}.forward: input '{d['name']}' must be a tensor, "
+                                f"got {type(t).__name__}")
+        if graph.num_relations != self.num_relations:
+            raise ValueError(f"{name}.forward: the graph has {graph.num_relations} relations but "
+                             f"the layer was built for {self.num_relations} (build the graph "
+                             "with hector.Graph(..., num_relations=...))")
+        if graph.num_ntypes != self.num_ntypes:
+            raise ValueError(f"{name}.forward: the graph has {graph.num_ntypes} node types but "
+                             f"the layer was built for {self.num_ntypes} (build the graph "
+                             "with hector.Graph(..., num_ntypes=...))")
+        tensors = list(graph.tensors().values())
+        sizes = [int(v) for v in graph._sizes.values()]
+        outs = self._op.forward(tensors, sizes, list(inputs), self.weights())
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def extra_repr(self) -> str:
+        params = ", ".join(f"{k}={v}" for k, v in self.manifest.get("params", {}).items())
+        return f"{params}, num_relations={self.num_relations}, num_ntypes={self.num_ntypes}"
+
+
+def _make_class(manifest: dict) -> type:
+    layer = manifest["layer"]
+    op = getattr(torch.ops, f"hector_{layer}")
+    doc = (f"The compiled layer '{layer}'. Inputs: "
+           + ", ".join(f"{i['name']} ({i['space']}{i['dims']})" for i in manifest["inputs"])
+           + ". Outputs: " + ", ".join(o["name"] for o in manifest["outputs"]) + ".")
+    return type(layer, (CompiledLayer,), {"manifest": manifest, "_op": op, "__doc__": doc})
+
+
+def load_all(path: str | os.PathLike) -> dict[str, type]:
+    """Every layer of a library built by hectorc, as module classes by layer name."""
+    return {name: _make_class(m) for name, m in _load_library(path).items()}
+
+
+def load(path: str | os.PathLike, layer: str | None = None) -> type:
+    """The module class of one layer of a library built by hectorc (default: its entry layer,
+    or its only layer)."""
+    manifests = _load_library(path)
+    if layer is None:
+        entries = [m for m in manifests.values() if m.get("entry")] or list(manifests.values())
+        if len(entries) != 1:
+            raise ValueError(f"hector.load: {path} has layers {sorted(manifests)}; "
+                             "choose one with layer=...")
+        return _make_class(entries[0])
+    if layer not in manifests:
+        raise ValueError(f"hector.load: {path} has no layer {layer!r} "
+                         f"(it has {sorted(manifests)})")
+    return _make_class(manifests[layer])

@@ -1,0 +1,282 @@
+"""End to end: compile the example models with hectorc, load them with hector.load, and compare
+their outputs with PyG's layers (same weights) and plain-PyTorch references, on awkward random
+graphs and on the real graphs AIFB and UMLS."""
+import math
+import os
+import pathlib
+import subprocess
+
+import pytest
+import torch
+
+import hector
+from references import (awkward_graph, edge_softmax, hgt_reference, rgat_hector_reference,
+                        rgat_pyg, rgcn_norm, rgcn_pyg, rgcn_reference)
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+BUILD = pathlib.Path(os.environ.get("HECTOR_BUILD_DIR", REPO / "build"))
+DATA = REPO.parent / "shared" / "data"
+
+TOL = {torch.float64: dict(rtol=1e-10, atol=1e-10), torch.float32: dict(rtol=1e-5, atol=1e-5)}
+
+
+@pytest.fixture(scope="session")
+def compile_model(tmp_path_factory):
+    cache = {}
+
+    def build(example, *params):
+        key = (example, params)
+        if key not in cache:
+            out = tmp_path_factory.mktemp("models") / f"{example}.so"
+            cmd = [str(BUILD / "bin" / "hectorc"), str(REPO / "examples" / f"{example}.hector"),
+                   "-o", str(out)]
+            for p in params:
+                cmd += ["-P", p]
+            r = subprocess.run(cmd, capture_output=True, text=True)
+            assert r.returncode == 0, f"{' '.join(cmd)} failed:\n{r.stdout}\n{r.stderr}"
+            cache[key] = hector.load(out)
+        return cache[key]
+
+    return build
+
+
+def make_graph(g):
+    return hector.Graph(g.src, g.dst, g.etype, num_nodes=g.num_nodes, ntype=g.ntype,
+                        num_relations=g.num_relations, num_ntypes=g.num_ntypes)
+
+
+def assert_close(actual, expected, dtype):
+    torch.testing.assert_close(actual, expected, **TOL[dtype])
+
+
+GRAPHS = [dict(seed=0), dict(seed=1, num_relations=1), dict(seed=2, num_nodes=9, num_edges=30)]
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("gkw", GRAPHS)
+@pytest.mark.parametrize("aggr", ["mean", "add"])
+def test_rgcn_matches_pyg(compile_model, dtype, gkw, aggr):
+    RGCN = compile_model("rgcn", "in=6", "out=5")
+    g = awkward_graph(**gkw)
+    torch.manual_seed(0)
+    layer = RGCN(num_relations=g.num_relations, num_ntypes=g.num_ntypes, dtype=dtype)
+    with torch.no_grad():
+        layer.bias.normal_()
+    x = torch.randn(g.num_nodes, 6, dtype=dtype)
+    norm = rgcn_norm(g) if aggr == "mean" else torch.ones(g.src.numel(), dtype=torch.float64)
+    out = layer(make_graph(g), x, norm.to(dtype))
+    _, expected = rgcn_pyg(g, x, layer.W.detach(), layer.root.detach(), layer.bias.detach(),
+                           aggr=aggr)
+    assert out.dtype == dtype and out.shape == (g.num_nodes, 5)
+    assert_close(out, expected, dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_rgcn_bases_matches_pyg(compile_model, dtype):
+    Model = compile_model("rgcn_bases", "in=6", "out=5", "bases=3")
+    g = awkward_graph(3)
+    torch.manual_seed(1)
+    layer = Model(num_relations=g.num_relations, num_ntypes=g.num_ntypes, dtype=dtype)
+    x = torch.randn(g.num_nodes, 6, dtype=dtype)
+    out = layer(make_graph(g), x, rgcn_norm(g).to(dtype))
+    _, expected = rgcn_pyg(g, x, None, layer.root.detach(), layer.bias.detach(),
+                           comp=layer.comp.detach(), bases=layer.V.detach())
+    assert_close(out, expected, dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("gkw", GRAPHS)
+def test_rgat_hector_variant_matches_reference(compile_model, dtype, gkw):
+    Model = compile_model("rgat", "in=6", "d=3", "H=2")
+    g = awkward_graph(**gkw)
+    torch.manual_seed(2)
+    layer = Model(num_relations=g.num_relations, num_ntypes=g.num_ntypes, dtype=dtype)
+    x = torch.randn(g.num_nodes, 6, dtype=dtype)
+    out = layer(make_graph(g), x)
+    expected = rgat_hector_reference(g, x, layer.W.detach(), layer.a_src.detach(),
+                                     layer.a_dst.detach(), 0.2)
+    assert_close(out, expected, dtype)
+
+
+def test_rgat_softmax_is_stable(compile_model):
+    """Large logits overflow a softmax that does not subtract the per-destination maximum."""
+    Model = compile_model("rgat", "in=6", "d=3", "H=2")
+    g = awkward_graph(4)
+    layer = Model(num_relations=g.num_relations, num_ntypes=g.num_ntypes, dtype=torch.float32)
+    with torch.no_grad():
+        layer.a_src.mul_(1e3)
+        layer.a_dst.mul_(1e3)
+    x = torch.randn(g.num_nodes, 6) * 30
+    out = layer(make_graph(g), x)
+    assert torch.isfinite(out).all()
+    expected = rgat_hector_reference(g, x.double(), layer.W.detach().double(),
+                                     layer.a_src.detach().double(), layer.a_dst.detach().double())
+    torch.testing.assert_close(out.double(), expected, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("gkw", GRAPHS)
+def test_rgat_pyg_variant_matches_pyg(compile_model, dtype, gkw):
+    Model = compile_model("rgat_pyg", "in=6", "d=3", "H=2")
+    g = awkward_graph(**gkw)
+    torch.manual_seed(3)
+    layer = Model(num_relations=g.num_relations, num_ntypes=g.num_ntypes, dtype=dtype)
+    with torch.no_grad():
+        layer.bias.normal_()
+    x = torch.randn(g.num_nodes, 6, dtype=dtype)
+    out = layer(make_graph(g), x)
+    R = g.num_relations
+    _, expected = rgat_pyg(g, x, layer.W.detach().view(R, 6, 2, 3), layer.q.detach(),
+                           layer.k.detach(), layer.bias.detach())
+    assert_close(out, expected, dtype)
+
+
+def hgt_pyg(g, x, layer, heads, skip=True):
+    """PyG HGTConv on the heterogeneous form of g with the compiled layer's weights; returns the
+    output in global node order and a mask of the nodes PyG gives an output to."""
+    from torch_geometric.nn import HGTConv
+    T, R = g.num_ntypes, g.num_relations
+    out_dim = layer.A.shape[-1]
+    in_dim = x.shape[1]
+    D = out_dim // heads
+    ntypes = [f"t{t}" for t in range(T)]
+    etypes = [(f"t{g.rel_src_type[r]}", f"r{r}", f"t{g.rel_dst_type[r]}") for r in range(R)]
+    conv = HGTConv(in_dim, out_dim, (ntypes, etypes), heads=heads).to(x.dtype)
+    local = torch.empty(g.num_nodes, dtype=torch.int64)
+    members = []
+    for t in range(T):
+        idx = torch.nonzero(g.ntype == t).flatten()
+        local[idx] = torch.arange(idx.numel())
+        members.append(idx)
+    with torch.no_grad():
+        for t, name in enumerate(ntypes):
+            lin = conv.kqv_lin.lins[name]
+            w = torch.cat([layer.Wk[t].reshape(in_dim, -1), layer.Wq[t].reshape(in_dim, -1),
+                           layer.Wv[t].reshape(in_dim, -1)], dim=1)
+            lin.weight.copy_(w.t())
+            lin.bias.copy_(torch.cat([layer.bk[t].reshape(-1), layer.bq[t].reshape(-1),
+                                      layer.bv[t].reshape(-1)]))
+            conv.out_lin.lins[name].weight.copy_(layer.A[t].t())
+            conv.out_lin.lins[name].bias.copy_(layer.bA[t] if hasattr(layer, "bA")
+                                                else torch.zeros(out_dim))
+            conv.skip[name].fill_(float(layer.skip[t]) if skip else 0.0)
+        for r, et in enumerate(etypes):
+            for h in range(heads):
+                conv.k_rel.weight[h * R + r].copy_(layer.W_att[r, h])
+                conv.v_rel.weight[h * R + r].copy_(layer.W_msg[r, h])
+            conv.p_rel["__".join(et)].copy_(layer.mu[r].view(1, heads))
+    x_dict = {name: x[members[t]] for t, name in enumerate(ntypes)}
+    ei = {}
+    for r, et in enumerate(etypes):
+        m = g.etype == r
+        ei[et] = torch.stack([local[g.src[m]], local[g.dst[m]]])
+    out_dict = conv(x_dict, ei)
+    out = torch.zeros(g.num_nodes, out_dim, dtype=x.dtype)
+    mask = torch.zeros(g.num_nodes, dtype=torch.bool)
+    for t, name in enumerate(ntypes):
+        if out_dict.get(name) is not None:
+            out[members[t]] = out_dict[name]
+            mask[members[t]] = True
+    return out, mask
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("gkw", GRAPHS)
+def test_hgt_matches_pyg(compile_model, dtype, gkw):
+    Model = compile_model("hgt", "in=8", "out=8", "H=2")
+    g = awkward_graph(**gkw)
+    torch.manual_seed(4)
+    layer = Model(num_relations=g.num_relations, num_ntypes=g.num_ntypes, dtype=dtype)
+    with torch.no_grad():
+        for p in (layer.bk, layer.bq, layer.bv, layer.bA, layer.mu, layer.skip):
+            p.normal_()
+    x = torch.randn(g.num_nodes, 8, dtype=dtype)
+    out = layer(make_graph(g), x)
+    expected, mask = hgt_pyg(g, x, layer, heads=2)
+    assert mask.any()
+    assert_close(out[mask], expected[mask], dtype)
+    # The plain reference covers every node, including those PyG gives no output.
+    ref = hgt_reference(g, x, *(p.detach() for p in (
+        layer.Wk, layer.bk, layer.Wq, layer.bq, layer.Wv, layer.bv, layer.W_att, layer.W_msg,
+        layer.mu, layer.A, layer.bA)), skip=layer.skip.detach())
+    assert_close(out, ref, dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_hgt_simplified_matches_reference(compile_model, dtype):
+    Model = compile_model("hgt_simplified", "in=8", "out=8", "H=2")
+    g = awkward_graph(5)
+    torch.manual_seed(5)
+    layer = Model(num_relations=g.num_relations, num_ntypes=g.num_ntypes, dtype=dtype)
+    x = torch.randn(g.num_nodes, 8, dtype=dtype)
+    out = layer(make_graph(g), x)
+    T = g.num_ntypes
+    ref = hgt_reference(g, x, *(p.detach() for p in (
+        layer.Wk, layer.bk, layer.Wq, layer.bq, layer.Wv, layer.bv, layer.W_att, layer.W_msg,
+        layer.mu, layer.A)), torch.zeros(T, 8, dtype=dtype), skip=None, gelu=False)
+    assert_close(out, ref, dtype)
+
+
+needs_data = pytest.mark.skipif(not (DATA / "aifb").is_dir(), reason="../shared/data not present")
+
+
+@needs_data
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_rgcn_on_aifb_matches_pyg(compile_model, dtype):
+    from hector.data import load_entities
+    from references import TestGraph
+    d = load_entities(DATA / "aifb")
+    g = TestGraph(d.src, d.dst, d.etype, torch.zeros(d.num_nodes, dtype=torch.int64),
+                  d.num_nodes, d.num_relations, 1, [0] * d.num_relations, [0] * d.num_relations)
+    RGCN = compile_model("rgcn", "in=8", "out=4")
+    torch.manual_seed(6)
+    layer = RGCN(num_relations=g.num_relations, dtype=dtype)
+    x = torch.randn(g.num_nodes, 8, dtype=dtype)
+    graph = hector.Graph(d.src, d.dst, d.etype, num_nodes=d.num_nodes,
+                         num_relations=d.num_relations)
+    out = layer(graph, x, rgcn_norm(g).to(dtype))
+    _, expected = rgcn_pyg(g, x, layer.W.detach(), layer.root.detach(), layer.bias.detach())
+    assert_close(out, expected, dtype)
+
+
+@needs_data
+def test_rgat_on_umls_matches_pyg(compile_model):
+    from hector.data import load_triples
+    from references import TestGraph
+    k = load_triples(DATA / "umls")
+    src = torch.cat([k.train[:, 0], k.train[:, 2]])
+    dst = torch.cat([k.train[:, 2], k.train[:, 0]])
+    et = torch.cat([2 * k.train[:, 1], 2 * k.train[:, 1] + 1])
+    R = 2 * k.num_relations
+    g = TestGraph(src, dst, et, torch.zeros(k.num_nodes, dtype=torch.int64), k.num_nodes, R, 1,
+                  [0] * R, [0] * R)
+    Model = compile_model("rgat_pyg", "in=6", "d=3", "H=2")
+    torch.manual_seed(7)
+    layer = Model(num_relations=R, dtype=torch.float64)
+    x = torch.randn(k.num_nodes, 6, dtype=torch.float64)
+    out = layer(hector.Graph(src, dst, et, num_nodes=k.num_nodes, num_relations=R), x)
+    _, expected = rgat_pyg(g, x, layer.W.detach().view(R, 6, 2, 3), layer.q.detach(),
+                           layer.k.detach(), layer.bias.detach())
+    assert_close(out, expected, torch.float64)
+
+
+def test_bad_inputs_raise_clear_errors(compile_model):
+    RGCN = compile_model("rgcn", "in=6", "out=5")
+    g = awkward_graph(0)
+    graph = make_graph(g)
+    layer = RGCN(num_relations=g.num_relations, num_ntypes=g.num_ntypes, dtype=torch.float64)
+    x = torch.randn(g.num_nodes, 6, dtype=torch.float64)
+    norm = rgcn_norm(g)
+    with pytest.raises(TypeError, match="expected 2 inputs"):
+        layer(graph, x)
+    with pytest.raises(TypeError, match="hector.Graph"):
+        layer(None, x, norm)
+    with pytest.raises((ValueError, RuntimeError), match="x"):
+        layer(graph, torch.randn(g.num_nodes, 7, dtype=torch.float64), norm)
+    with pytest.raises((ValueError, RuntimeError), match="norm"):
+        layer(graph, x, norm[:-1])
+    with pytest.raises((ValueError, RuntimeError, TypeError), match="dtype|float"):
+        layer(graph, x.float(), norm)
+    other = RGCN(num_relations=g.num_relations + 1, num_ntypes=g.num_ntypes)
+    with pytest.raises(ValueError, match="relations"):
+        other(graph, x.float(), norm.float())
