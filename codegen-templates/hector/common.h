@@ -1,0 +1,221 @@
+//===- hector/common.h - Shared definitions of the kernel templates -------===//
+//
+// Enums, small structs and reduction operators shared by the CPU and CUDA
+// kernel templates. Valid C++17 for both the host compiler and nvcc.
+//
+//===----------------------------------------------------------------------===//
+#ifndef HECTOR_TEMPLATES_COMMON_H
+#define HECTOR_TEMPLATES_COMMON_H
+
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define HECTOR_HD __host__ __device__ __forceinline__
+#else
+#define HECTOR_HD inline
+#endif
+
+#if defined(__GNUC__) || defined(__CUDACC__)
+#define HECTOR_RESTRICT __restrict__
+#else
+#define HECTOR_RESTRICT
+#endif
+
+namespace hector {
+namespace tmpl {
+
+/// How the right-hand operand of a segmented GEMM is read: `kIdentity` reads
+/// B_s as a row-major [K, N] matrix, `kTranspose` reads a row-major [N, K]
+/// matrix and uses its transpose.
+enum class BOp : int { kIdentity = 0, kTranspose = 1 };
+
+/// Where (and how) a segmented GEMM writes its output rows.
+///
+/// - `kStore`:            C[row]         = result   (row-aligned)
+/// - `kAccumulate`:       C[row]        += result   (row-aligned)
+/// - `kStoreIndex`:       C[idx[row]]    = result   (idx must be injective)
+/// - `kAccumulateIndex`:  C[idx[row]]   += result   (duplicates allowed;
+///   deterministic: the rows are written to a row-aligned workspace and then
+///   reduced per output row, in increasing row order, over the inverse index)
+/// - `kAtomicAccumulateIndex` (CUDA only): C[idx[row]] += result with atomics;
+///   fastest, but the order of the additions, and so the rounding, varies
+///   between runs.
+enum class Scatter : int {
+  kStore = 0,
+  kAccumulate = 1,
+  kStoreIndex = 2,
+  kAccumulateIndex = 3,
+  kAtomicAccumulateIndex = 4,
+};
+
+/// True when a scatter mode reads an output index array.
+HECTOR_HD constexpr bool scatterIsIndexed(Scatter s) {
+  return s == Scatter::kStoreIndex || s == Scatter::kAccumulateIndex ||
+         s == Scatter::kAtomicAccumulateIndex;
+}
+
+/// Whether a result overwrites its destination or is added to it.
+enum class Assign : int { kStore = 0, kAdd = 1 };
+
+/// Reduction of per-edge rows into a node row. `kMean` divides the sum by the
+/// in-degree; every reduction writes 0 for a node without edges.
+enum class Reduce : int { kSum = 0, kMean = 1, kMax = 2 };
+
+/// One edge as seen by an edge-parallel functor.
+///
+/// `pos` is the edge's position in relation-sorted order (the row of an
+/// edge-indexed table kept in that order), `eid` the user's edge id (the row
+/// of a table kept in the user's order; equals `pos` without a permutation).
+struct EdgeRef {
+  std::int64_t pos;
+  std::int64_t eid;
+  std::int64_t src;
+  std::int64_t dst;
+  std::int64_t rel;
+};
+
+/// Identity and combine step of a `Reduce`, for an accumulator of type T.
+template <Reduce R, typename T> struct ReduceOp;
+
+template <typename T> struct ReduceOp<Reduce::kSum, T> {
+  HECTOR_HD static T identity() { return T(0); }
+  HECTOR_HD static T combine(T acc, T v) { return acc + v; }
+  HECTOR_HD static T finish(T acc, std::int64_t /*degree*/) { return acc; }
+};
+
+template <typename T> struct ReduceOp<Reduce::kMean, T> {
+  HECTOR_HD static T identity() { return T(0); }
+  HECTOR_HD static T combine(T acc, T v) { return acc + v; }
+  HECTOR_HD static T finish(T acc, std::int64_t degree) {
+    return degree > 0 ? acc / T(degree) : T(0);
+  }
+};
+
+/// Largest finite value of a floating-point type, usable in device code.
+template <typename T> struct FiniteMax;
+template <> struct FiniteMax<float> {
+  HECTOR_HD static constexpr float value() { return 3.402823466e+38F; }
+};
+template <> struct FiniteMax<double> {
+  HECTOR_HD static constexpr double value() { return 1.7976931348623157e+308; }
+};
+
+template <typename T> struct ReduceOp<Reduce::kMax, T> {
+  HECTOR_HD static T identity() { return -FiniteMax<T>::value(); }
+  HECTOR_HD static T combine(T acc, T v) { return v > acc ? v : acc; }
+  HECTOR_HD static T finish(T acc, std::int64_t degree) {
+    return degree > 0 ? acc : T(0);
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Problem descriptions (plain pointers and sizes; memory on the executing side)
+//===----------------------------------------------------------------------===//
+
+/// A segmented GEMM: for every segment s with rows [off[s], off[s+1]) and
+/// every head h,
+///
+///     C[out(row)][h, :] (=|+=) A[in(row)][h, :] x op(B_s[h])
+///
+/// with in(row) = gather ? gather[row] : row, out(row) = scatter ? scatter[row]
+/// : row, B_s[h] = B + s * strideB + h * K * N, and op() the identity
+/// (B_s[h] is [K, N]) or the transpose (B_s[h] is [N, K]). A row of A holds
+/// heads x K values starting at A + in(row) * lda; a row of C holds heads x N
+/// values starting at C + out(row) * ldc. Strides are in elements.
+template <typename T, typename Index = std::int64_t> struct GemmProblem {
+  std::int64_t numSegments = 0;
+  /// [numSegments + 1] non-decreasing row offsets; off[0] is usually 0.
+  const Index *segOffsets = nullptr;
+  /// Total rows off[numSegments] - off[0], known to the caller without
+  /// reading segOffsets (it sizes grids and workspaces).
+  std::int64_t numRows = 0;
+  std::int64_t K = 0;
+  std::int64_t N = 0;
+  std::int64_t heads = 1;
+  const T *A = nullptr;
+  std::int64_t lda = 0;
+  /// Optional [numRows] row index into A (duplicates allowed).
+  const Index *gather = nullptr;
+  const T *B = nullptr;
+  std::int64_t strideB = 0;
+  T *C = nullptr;
+  std::int64_t ldc = 0;
+  /// [numRows] output row of every row, for the indexed scatter modes.
+  const Index *scatter = nullptr;
+  /// Rows of C (needed by `Scatter::kAccumulateIndex`).
+  std::int64_t numOutRows = 0;
+  /// Optional inverse of `scatter` for `Scatter::kAccumulateIndex`, as a CSR
+  /// over output rows: the rows r with scatter[r] == o
+  /// are scatterRows[scatterPtr[o] .. scatterPtr[o+1]) in increasing order
+  /// (scatterPtr has numOutRows + 1 entries).
+  /// The CPU template builds it when absent; the CUDA one requires it (see
+  /// `buildScatterCsr`).
+  const Index *scatterPtr = nullptr;
+  const Index *scatterRows = nullptr;
+};
+
+/// The weight-gradient (outer-product) form of a segmented GEMM: for every
+/// segment s and head h,
+///
+///     dB_s[h] (=|+=) sum_{row in s} A[in(row)][h, :]^T x dC[inc(row)][h, :]
+///
+/// a [K, N] matrix (stored [N, K] for `BOp::kTranspose`, matching the forward
+/// operand's layout), summed over the segment's rows in a fixed order.
+/// An empty segment yields zero (or leaves dB_s unchanged when adding).
+template <typename T, typename Index = std::int64_t> struct WeightGradProblem {
+  std::int64_t numSegments = 0;
+  const Index *segOffsets = nullptr;
+  std::int64_t numRows = 0;
+  std::int64_t K = 0;
+  std::int64_t N = 0;
+  std::int64_t heads = 1;
+  const T *A = nullptr;
+  std::int64_t lda = 0;
+  const Index *gatherA = nullptr;
+  const T *dC = nullptr;
+  std::int64_t ldc = 0;
+  const Index *gatherC = nullptr;
+  T *dB = nullptr;
+  std::int64_t strideB = 0;
+};
+
+/// Relation-sorted edges: positions [relOffsets[r], relOffsets[r+1]) hold the
+/// edges of relation r; src/dst are given per position; `eid` maps a position
+/// to the user's edge id (nullptr: identity).
+template <typename Index = std::int64_t> struct SortedEdges {
+  std::int64_t numEdges = 0;
+  std::int64_t numRelations = 0;
+  const Index *relOffsets = nullptr;
+  const Index *src = nullptr;
+  const Index *dst = nullptr;
+  const Index *eid = nullptr;
+};
+
+/// A compressed sparse row graph, by destination (incoming edges) or by
+/// source (outgoing edges): node v owns entries [rowPtr[v], rowPtr[v+1]),
+/// each naming an edge row `edge[j]` (the row of edge-indexed tables) and the
+/// neighbour at the other end `nbr[j]`.
+template <typename Index = std::int64_t> struct Csr {
+  std::int64_t numNodes = 0;
+  std::int64_t numEntries = 0;
+  const Index *rowPtr = nullptr;
+  const Index *edge = nullptr;
+  const Index *nbr = nullptr;
+};
+
+/// One CSR entry as seen by a node-parallel functor.
+struct CsrEdge {
+  std::int64_t edge;
+  std::int64_t nbr;
+  std::int64_t node;
+};
+
+/// Ceiling division for non-negative integers.
+template <typename I> HECTOR_HD constexpr I ceilDiv(I a, I b) {
+  return (a + b - 1) / b;
+}
+
+} // namespace tmpl
+} // namespace hector
+
+#endif // HECTOR_TEMPLATES_COMMON_H

@@ -1,0 +1,547 @@
+//===- hector/cuda/segmented_gemm.cuh - CUDA segmented GEMM template ------===//
+//
+// The GEMM template on the GPU. One launch covers every segment: blocks are
+// mapped to (segment, row tile) on the device (schedule.cuh), the gather of
+// A's rows is fused into the shared-memory tile loads and the scatter /
+// accumulation of C's rows into the store. Accumulation is in T (FP32 for
+// float, FP64 for double). The math of one tile is a policy (`TileMath`)
+// selected by `MathPath`: the SIMT path is the default; tensor-core paths
+// specialise the policy.
+//
+// The weight-gradient form (dB_s = A_s^T dC_s) splits each segment's rows
+// into fixed-size chunks, writes one partial per chunk and reduces the
+// partials in chunk order: deterministic, no floating-point atomics.
+//
+//===----------------------------------------------------------------------===//
+#ifndef HECTOR_TEMPLATES_CUDA_SEGMENTED_GEMM_CUH
+#define HECTOR_TEMPLATES_CUDA_SEGMENTED_GEMM_CUH
+
+#include "hector/common.h"
+#include "hector/cuda/schedule.cuh"
+
+#include <cub/device/device_radix_sort.cuh>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace hector {
+namespace tmpl {
+namespace gpu {
+
+//===----------------------------------------------------------------------===//
+// Tile configurations and the math policy
+//===----------------------------------------------------------------------===//
+
+/// A SIMT tile: each block computes a BM x BN tile of C stepping BK along K;
+/// each thread owns TM x TN outputs, strided by (BM/TM, BN/TN) so that a
+/// warp's shared-memory reads and global stores are contiguous.
+template <int BM_, int BN_, int BK_, int TM_, int TN_> struct GemmTile {
+  static constexpr int BM = BM_, BN = BN_, BK = BK_, TM = TM_, TN = TN_;
+  static constexpr int kThreadRows = BM / TM, kThreadCols = BN / TN;
+  static constexpr int kThreads = kThreadRows * kThreadCols;
+  static_assert(BM % TM == 0 && BN % TN == 0, "tile must divide into thread tiles");
+  static_assert(kThreads % 32 == 0 && kThreads <= 1024, "whole warps, at most 1024 threads");
+};
+
+/// Default tiles: 64 x 64 outputs, 256 threads, 4 x 4 per thread.
+template <typename T> struct DefaultGemmTile;
+template <> struct DefaultGemmTile<float> { using type = GemmTile<64, 64, 16, 4, 4>; };
+template <> struct DefaultGemmTile<double> { using type = GemmTile<64, 64, 8, 4, 4>; };
+
+/// Which arithmetic computes a tile.
+enum class MathPath : int {
+  kSimt = 0,       ///< CUDA cores, T accumulation (all types, all tiles)
+  kTensorTf32 = 1, ///< tensor cores (mma, TF32 inputs, FP32 accumulation); hook
+  kTensorBf16 = 2, ///< tensor cores (mma, BF16 inputs, FP32 accumulation); hook
+};
+
+/// Shared-memory operand tiles of one K step: As is [BK][BM + 1] and Bs is
+/// [BK][BN + 1] (k-major; the padding keeps the k-fastest stores of the
+/// gathered A tile and of a transposed B tile free of bank conflicts).
+template <typename T, typename Tile> struct SmemTiles {
+  T As[Tile::BK][Tile::BM + 1];
+  T Bs[Tile::BK][Tile::BN + 1];
+};
+
+/// The math of one tile, as a policy: `Accum` holds a thread's share of the
+/// BM x BN accumulator; `step` consumes one K step from shared memory;
+/// `visit(acc, f)` calls f(m, n, value) for every output the thread owns.
+///
+/// Tensor-core paths go here: specialise `TileMath<float, Tile,
+/// MathPath::kTensorTf32>` (mma.sync m16n8k8 on TF32 fragments loaded from
+/// the same shared-memory tiles, FP32 accumulators in registers, `visit`
+/// mapping fragment registers to (m, n)). The loads, schedule and epilogue
+/// of the kernel do not change.
+template <typename T, typename Tile, MathPath Path> struct TileMath {
+  static_assert(Path == MathPath::kSimt,
+                "tensor-core math is not implemented yet: use MathPath::kSimt");
+
+  struct Accum {
+    T v[Tile::TM][Tile::TN];
+  };
+
+  __device__ __forceinline__ static void clear(Accum &acc) {
+#pragma unroll
+    for (int i = 0; i < Tile::TM; ++i)
+#pragma unroll
+      for (int j = 0; j < Tile::TN; ++j)
+        acc.v[i][j] = T(0);
+  }
+
+  __device__ __forceinline__ static void step(const SmemTiles<T, Tile> &s, Accum &acc) {
+    const int tx = threadIdx.x % Tile::kThreadCols, ty = threadIdx.x / Tile::kThreadCols;
+#pragma unroll
+    for (int k = 0; k < Tile::BK; ++k) {
+      T a[Tile::TM], b[Tile::TN];
+#pragma unroll
+      for (int i = 0; i < Tile::TM; ++i)
+        a[i] = s.As[k][ty + i * Tile::kThreadRows];
+#pragma unroll
+      for (int j = 0; j < Tile::TN; ++j)
+        b[j] = s.Bs[k][tx + j * Tile::kThreadCols];
+#pragma unroll
+      for (int i = 0; i < Tile::TM; ++i)
+#pragma unroll
+        for (int j = 0; j < Tile::TN; ++j)
+          acc.v[i][j] += a[i] * b[j];
+    }
+  }
+
+  template <typename F> __device__ __forceinline__ static void visit(const Accum &acc, F &&f) {
+    const int tx = threadIdx.x % Tile::kThreadCols, ty = threadIdx.x / Tile::kThreadCols;
+#pragma unroll
+    for (int i = 0; i < Tile::TM; ++i)
+#pragma unroll
+      for (int j = 0; j < Tile::TN; ++j)
+        f(ty + i * Tile::kThreadRows, tx + j * Tile::kThreadCols, acc.v[i][j]);
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Forward kernel
+//===----------------------------------------------------------------------===//
+
+/// Grid: x = row tiles (upper bound), y = column tiles, z = heads. `work` is
+/// the row-aligned buffer of `Scatter::kAccumulateIndex` (else unused).
+template <typename T, BOp Op, Scatter Mode, typename Tile, MathPath Path, typename Index>
+__global__ void __launch_bounds__(Tile::kThreads)
+    segmentedGemmKernel(GemmProblem<T, Index> p, const std::int64_t *__restrict__ tileStart,
+                        T *__restrict__ work) {
+  constexpr int BM = Tile::BM, BN = Tile::BN, BK = Tile::BK, NT = Tile::kThreads;
+  using Math = TileMath<T, Tile, Path>;
+  __shared__ SmemTiles<T, Tile> smem;
+  __shared__ std::int64_t aOffset[BM]; // element offset of each tile row in A, -1 if none
+  __shared__ std::int64_t cRow[BM];    // output row of each tile row
+
+  const std::int64_t tile = blockIdx.x;
+  if (tile >= tileStart[p.numSegments])
+    return;
+  const std::int64_t seg = findSegment(tileStart, p.numSegments, tile);
+  const std::int64_t rowBegin = p.segOffsets[seg] + (tile - tileStart[seg]) * BM;
+  const std::int64_t rowEnd = p.segOffsets[seg + 1];
+  const std::int64_t head = blockIdx.z, n0 = static_cast<std::int64_t>(blockIdx.y) * BN;
+  const std::int64_t K = p.K, N = p.N;
+  const T *__restrict__ B = p.B + seg * p.strideB + head * K * N;
+
+  for (int m = threadIdx.x; m < BM; m += NT) {
+    const std::int64_t row = rowBegin + m;
+    if (row < rowEnd) {
+      const std::int64_t in = p.gather ? static_cast<std::int64_t>(p.gather[row]) : row;
+      aOffset[m] = in * p.lda + head * K;
+      cRow[m] = scatterIsIndexed(Mode) ? static_cast<std::int64_t>(p.scatter[row]) : row;
+    } else {
+      aOffset[m] = -1;
+      cRow[m] = -1;
+    }
+  }
+  __syncthreads();
+
+  typename Math::Accum acc;
+  Math::clear(acc);
+  for (std::int64_t k0 = 0; k0 < K; k0 += BK) {
+    // A tile, gathered: k fastest, so a warp reads contiguous runs of a row.
+    for (int i = threadIdx.x; i < BM * BK; i += NT) {
+      const int m = i / BK, k = i % BK;
+      const std::int64_t off = aOffset[m];
+      smem.As[k][m] = (off >= 0 && k0 + k < K) ? p.A[off + k0 + k] : T(0);
+    }
+    // op(B) tile: read along B's contiguous dimension.
+    for (int i = threadIdx.x; i < BK * BN; i += NT) {
+      int k, n;
+      if constexpr (Op == BOp::kIdentity) {
+        k = i / BN;
+        n = i % BN;
+      } else {
+        n = i / BK;
+        k = i % BK;
+      }
+      const bool in = k0 + k < K && n0 + n < N;
+      smem.Bs[k][n] = !in ? T(0)
+                          : (Op == BOp::kIdentity ? B[(k0 + k) * N + n0 + n]
+                                                  : B[(n0 + n) * K + k0 + k]);
+    }
+    __syncthreads();
+    Math::step(smem, acc);
+    __syncthreads();
+  }
+
+  const std::int64_t width = p.heads * N;
+  std::int64_t base = 0;
+  if constexpr (Mode == Scatter::kAccumulateIndex)
+    base = p.segOffsets[0];
+  Math::visit(acc, [&](int m, int n, T v) {
+    const std::int64_t out = cRow[m], col = n0 + n;
+    if (out < 0 || col >= N)
+      return;
+    if constexpr (Mode == Scatter::kAccumulateIndex) {
+      work[(rowBegin + m - base) * width + head * N + col] = v;
+    } else {
+      T *c = p.C + out * p.ldc + head * N + col;
+      if constexpr (Mode == Scatter::kAccumulate)
+        *c += v;
+      else if constexpr (Mode == Scatter::kAtomicAccumulateIndex)
+        atomicAdd(c, v);
+      else
+        *c = v;
+    }
+  });
+}
+
+/// Deterministic scatter-accumulate: one warp per output row o adds, in
+/// increasing row order, the row-aligned results of the rows mapped to o:
+/// C[o] = (((C[o] + w[r0]) + w[r1]) + ...).
+template <typename T, typename Index>
+__global__ void scatterReduceKernel(const Index *__restrict__ ptr, const Index *__restrict__ rows,
+                                    std::int64_t numOut, const Index *__restrict__ segOffsets,
+                                    std::int64_t width, const T *__restrict__ work,
+                                    T *__restrict__ C, std::int64_t ldc) {
+  const std::int64_t warpsPerGrid = static_cast<std::int64_t>(gridDim.x) * (blockDim.x / 32);
+  const int lane = threadIdx.x % 32;
+  const std::int64_t base = segOffsets[0];
+  for (std::int64_t o = static_cast<std::int64_t>(blockIdx.x) * (blockDim.x / 32) +
+                        threadIdx.x / 32;
+       o < numOut; o += warpsPerGrid) {
+    const std::int64_t begin = ptr[o], end = ptr[o + 1];
+    if (begin == end)
+      continue;
+    for (std::int64_t c = lane; c < width; c += 32) {
+      T acc = C[o * ldc + c];
+      for (std::int64_t j = begin; j < end; ++j)
+        acc += work[(static_cast<std::int64_t>(rows[j]) - base) * width + c];
+      C[o * ldc + c] = acc;
+    }
+  }
+}
+
+/// Bytes of workspace `launchSegmentedGemm` needs: the tile schedule, plus
+/// the row-aligned result buffer for `Scatter::kAccumulateIndex`.
+template <typename T, Scatter Mode, typename Tile = typename DefaultGemmTile<T>::type,
+          typename Index>
+std::size_t segmentedGemmWorkspaceBytes(const GemmProblem<T, Index> &p) {
+  std::size_t bytes = alignBytes((p.numSegments + 1) * sizeof(std::int64_t));
+  if (Mode == Scatter::kAccumulateIndex)
+    bytes += alignBytes(static_cast<std::size_t>(p.numRows * p.heads * p.N) * sizeof(T));
+  return bytes;
+}
+
+/// Runs the segmented GEMM described by `p` (device pointers; see
+/// `GemmProblem`) on `stream`: the schedule kernel, the GEMM kernel, and for
+/// `Scatter::kAccumulateIndex` the deterministic reduction over the inverse
+/// scatter index (`p.scatterPtr` / `p.scatterRows`, required; see
+/// `buildScatterCsr`). `workspace` holds at least
+/// `segmentedGemmWorkspaceBytes<T, Mode, Tile>(p)` bytes. No host
+/// synchronisation, no device-to-host copy.
+template <typename T, BOp Op, Scatter Mode, typename Tile = typename DefaultGemmTile<T>::type,
+          MathPath Path = MathPath::kSimt, typename Index>
+cudaError_t launchSegmentedGemm(const GemmProblem<T, Index> &p, void *workspace,
+                                std::size_t workspaceBytes, cudaStream_t stream) {
+  if (p.numSegments == 0 || p.numRows == 0 || p.N == 0 || p.heads == 0)
+    return cudaSuccess;
+  if (workspaceBytes < segmentedGemmWorkspaceBytes<T, Mode, Tile>(p))
+    return cudaErrorInvalidValue;
+  if (Mode == Scatter::kAccumulateIndex && (!p.scatterPtr || !p.scatterRows))
+    return cudaErrorInvalidValue;
+  auto *tileStart = static_cast<std::int64_t *>(workspace);
+  T *work = reinterpret_cast<T *>(static_cast<char *>(workspace) +
+                                  alignBytes((p.numSegments + 1) * sizeof(std::int64_t)));
+  cudaError_t err = launchUnitOffsets(p.segOffsets, p.numSegments, Tile::BM, tileStart, stream);
+  if (err != cudaSuccess)
+    return err;
+  const dim3 grid(static_cast<unsigned>(maxUnits(p.numRows, p.numSegments, Tile::BM)),
+                  static_cast<unsigned>(ceilDiv<std::int64_t>(p.N, Tile::BN)),
+                  static_cast<unsigned>(p.heads));
+  segmentedGemmKernel<T, Op, Mode, Tile, Path, Index>
+      <<<grid, Tile::kThreads, 0, stream>>>(p, tileStart, work);
+  if ((err = cudaGetLastError()) != cudaSuccess)
+    return err;
+  if constexpr (Mode == Scatter::kAccumulateIndex) {
+    const int threads = 256;
+    const std::int64_t blocks = ceilDiv<std::int64_t>(p.numOutRows, threads / 32);
+    if (blocks > 0)
+      scatterReduceKernel<T, Index><<<static_cast<unsigned>(blocks < 65535 ? blocks : 65535),
+                                      threads, 0, stream>>>(
+          p.scatterPtr, p.scatterRows, p.numOutRows, p.segOffsets, p.heads * p.N, work, p.C,
+          p.ldc);
+    err = cudaGetLastError();
+  }
+  return err;
+}
+
+//===----------------------------------------------------------------------===//
+// Inverse scatter index (device)
+//===----------------------------------------------------------------------===//
+
+template <typename Index> __global__ void iotaKernel(Index *__restrict__ out, std::int64_t n) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+    out[i] = static_cast<Index>(i);
+}
+
+/// ptr[o] = first position of a key >= o in the sorted keys, o in [0, numOut].
+template <typename Index>
+__global__ void lowerBoundsKernel(const Index *__restrict__ sortedKeys, std::int64_t n,
+                                  std::int64_t numOut, Index *__restrict__ ptr) {
+  for (std::int64_t o = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
+       o <= numOut; o += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    std::int64_t lo = 0, hi = n;
+    while (lo < hi) {
+      const std::int64_t mid = (lo + hi) / 2;
+      if (static_cast<std::int64_t>(sortedKeys[mid]) < o)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    ptr[o] = static_cast<Index>(lo);
+  }
+}
+
+/// Builds the inverse of a scatter index on the device (the CSR that
+/// `Scatter::kAccumulateIndex` reads): rows[ptr[o] .. ptr[o+1]) are the rows
+/// r in [0, numRows) with idx[r] == o, in increasing order. A stable radix
+/// sort of (idx, row) pairs, then a binary search per output row:
+/// deterministic, no atomics. Call with `tmp == nullptr` to get `tmpBytes`.
+/// For graph-shaped indices the runtime's CSR already is this inverse.
+template <typename Index>
+cudaError_t buildScatterCsr(const Index *idx, std::int64_t numRows, std::int64_t numOut,
+                            Index *ptr, Index *rows, void *tmp, std::size_t &tmpBytes,
+                            cudaStream_t stream) {
+  const std::size_t buf = alignBytes(static_cast<std::size_t>(numRows) * sizeof(Index));
+  int endBit = 1;
+  while (endBit < static_cast<int>(8 * sizeof(Index)) && (std::int64_t(1) << endBit) <= numOut)
+    ++endBit;
+  std::size_t sortBytes = 0;
+  cudaError_t err = cub::DeviceRadixSort::SortPairs(
+      nullptr, sortBytes, idx, static_cast<Index *>(nullptr), static_cast<const Index *>(nullptr),
+      static_cast<Index *>(nullptr), numRows, 0, endBit, stream);
+  if (err != cudaSuccess)
+    return err;
+  const std::size_t need = 2 * buf + alignBytes(sortBytes);
+  if (tmp == nullptr) {
+    tmpBytes = need;
+    return cudaSuccess;
+  }
+  if (tmpBytes < need)
+    return cudaErrorInvalidValue;
+  auto *iota = static_cast<Index *>(tmp);
+  auto *sortedKeys = reinterpret_cast<Index *>(static_cast<char *>(tmp) + buf);
+  void *sortTmp = static_cast<char *>(tmp) + 2 * buf;
+  const int threads = 256;
+  const std::int64_t rowBlocks = ceilDiv<std::int64_t>(numRows, threads);
+  if (rowBlocks > 0) {
+    iotaKernel<Index><<<static_cast<unsigned>(rowBlocks < 65535 ? rowBlocks : 65535), threads, 0,
+                        stream>>>(iota, numRows);
+    if ((err = cudaGetLastError()) != cudaSuccess)
+      return err;
+    err = cub::DeviceRadixSort::SortPairs(sortTmp, sortBytes, idx, sortedKeys,
+                                          static_cast<const Index *>(iota), rows, numRows, 0,
+                                          endBit, stream);
+    if (err != cudaSuccess)
+      return err;
+  }
+  const std::int64_t outBlocks = ceilDiv<std::int64_t>(numOut + 1, threads);
+  lowerBoundsKernel<Index><<<static_cast<unsigned>(outBlocks < 65535 ? outBlocks : 65535),
+                             threads, 0, stream>>>(sortedKeys, numRows, numOut, ptr);
+  return cudaGetLastError();
+}
+
+//===----------------------------------------------------------------------===//
+// Weight gradient (outer-product form)
+//===----------------------------------------------------------------------===//
+
+/// A weight-gradient tile: each block computes a BK x BN tile of dB_s (over
+/// K and N) from BR rows at a time; each thread owns TK x TN outputs.
+template <int BK_, int BN_, int BR_, int TK_, int TN_> struct WgradTile {
+  static constexpr int BK = BK_, BN = BN_, BR = BR_, TK = TK_, TN = TN_;
+  static constexpr int kThreadRows = BK / TK, kThreadCols = BN / TN;
+  static constexpr int kThreads = kThreadRows * kThreadCols;
+  static_assert(BK % TK == 0 && BN % TN == 0, "tile must divide into thread tiles");
+  static_assert(kThreads % 32 == 0 && kThreads <= 1024, "whole warps, at most 1024 threads");
+};
+
+template <typename T> struct DefaultWgradTile;
+template <> struct DefaultWgradTile<float> { using type = WgradTile<64, 64, 16, 4, 4>; };
+template <> struct DefaultWgradTile<double> { using type = WgradTile<64, 64, 8, 4, 4>; };
+
+/// Rows per chunk of the weight gradient: a function of the problem only
+/// (never of the device), so results are reproducible everywhere. About 1024
+/// chunks over all rows, at least 256 rows each.
+inline std::int64_t defaultWgradChunkRows(std::int64_t numRows) {
+  const std::int64_t rows = ceilDiv<std::int64_t>(numRows, 1024);
+  return rows < 256 ? 256 : ceilDiv<std::int64_t>(rows, 64) * 64;
+}
+
+/// One partial per (chunk, head, K tile, N tile): grid x = chunks (upper
+/// bound), y = K tiles x N tiles, z = heads. partials is [chunks, heads, K, N].
+template <typename T, typename Tile, typename Index>
+__global__ void __launch_bounds__(Tile::kThreads)
+    weightGradPartialKernel(WeightGradProblem<T, Index> p,
+                            const std::int64_t *__restrict__ chunkStart, std::int64_t chunkRows,
+                            T *__restrict__ partials) {
+  constexpr int BK = Tile::BK, BN = Tile::BN, BR = Tile::BR, NT = Tile::kThreads;
+  __shared__ T As[BR][BK];
+  __shared__ T Gs[BR][BN];
+  const std::int64_t chunk = blockIdx.x;
+  if (chunk >= chunkStart[p.numSegments])
+    return;
+  const std::int64_t seg = findSegment(chunkStart, p.numSegments, chunk);
+  const std::int64_t begin = p.segOffsets[seg] + (chunk - chunkStart[seg]) * chunkRows;
+  const std::int64_t segEnd = p.segOffsets[seg + 1];
+  const std::int64_t end = begin + chunkRows < segEnd ? begin + chunkRows : segEnd;
+  const std::int64_t K = p.K, N = p.N, head = blockIdx.z;
+  const std::int64_t nTiles = ceilDiv<std::int64_t>(N, BN);
+  const std::int64_t k0 = (blockIdx.y / nTiles) * BK, n0 = (blockIdx.y % nTiles) * BN;
+  const int tx = threadIdx.x % Tile::kThreadCols, ty = threadIdx.x / Tile::kThreadCols;
+
+  T acc[Tile::TK][Tile::TN];
+#pragma unroll
+  for (int i = 0; i < Tile::TK; ++i)
+#pragma unroll
+    for (int j = 0; j < Tile::TN; ++j)
+      acc[i][j] = T(0);
+
+  for (std::int64_t r0 = begin; r0 < end; r0 += BR) {
+    for (int i = threadIdx.x; i < BR * BK; i += NT) {
+      const int r = i / BK, k = i % BK;
+      const std::int64_t row = r0 + r;
+      T v = T(0);
+      if (row < end && k0 + k < K) {
+        const std::int64_t in = p.gatherA ? static_cast<std::int64_t>(p.gatherA[row]) : row;
+        v = p.A[in * p.lda + head * K + k0 + k];
+      }
+      As[r][k] = v;
+    }
+    for (int i = threadIdx.x; i < BR * BN; i += NT) {
+      const int r = i / BN, n = i % BN;
+      const std::int64_t row = r0 + r;
+      T v = T(0);
+      if (row < end && n0 + n < N) {
+        const std::int64_t in = p.gatherC ? static_cast<std::int64_t>(p.gatherC[row]) : row;
+        v = p.dC[in * p.ldc + head * N + n0 + n];
+      }
+      Gs[r][n] = v;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int r = 0; r < BR; ++r) {
+      T a[Tile::TK], g[Tile::TN];
+#pragma unroll
+      for (int i = 0; i < Tile::TK; ++i)
+        a[i] = As[r][ty + i * Tile::kThreadRows];
+#pragma unroll
+      for (int j = 0; j < Tile::TN; ++j)
+        g[j] = Gs[r][tx + j * Tile::kThreadCols];
+#pragma unroll
+      for (int i = 0; i < Tile::TK; ++i)
+#pragma unroll
+        for (int j = 0; j < Tile::TN; ++j)
+          acc[i][j] += a[i] * g[j];
+    }
+    __syncthreads();
+  }
+
+  T *__restrict__ out = partials + (chunk * p.heads + head) * K * N;
+#pragma unroll
+  for (int i = 0; i < Tile::TK; ++i)
+#pragma unroll
+    for (int j = 0; j < Tile::TN; ++j) {
+      const std::int64_t k = k0 + ty + i * Tile::kThreadRows, n = n0 + tx + j * Tile::kThreadCols;
+      if (k < K && n < N)
+        out[k * N + n] = acc[i][j];
+    }
+}
+
+/// dB_s[h] (=|+=) sum of the segment's partials in chunk order; an empty
+/// segment stores 0 (or is left unchanged when adding).
+template <typename T, BOp Op, Assign Mode, typename Index>
+__global__ void weightGradReduceKernel(WeightGradProblem<T, Index> p,
+                                       const std::int64_t *__restrict__ chunkStart,
+                                       const T *__restrict__ partials) {
+  const std::int64_t KN = p.K * p.N, total = p.numSegments * p.heads * KN;
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
+       i < total; i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const std::int64_t kn = i % KN, head = (i / KN) % p.heads, seg = i / (KN * p.heads);
+    const std::int64_t c0 = chunkStart[seg], c1 = chunkStart[seg + 1];
+    T acc = T(0);
+    for (std::int64_t c = c0; c < c1; ++c)
+      acc += partials[(c * p.heads + head) * KN + kn];
+    const std::int64_t k = kn / p.N, n = kn % p.N;
+    T *d = p.dB + seg * p.strideB + head * KN + (Op == BOp::kIdentity ? k * p.N + n : n * p.K + k);
+    if constexpr (Mode == Assign::kAdd)
+      *d += acc;
+    else
+      *d = acc;
+  }
+}
+
+/// Bytes of workspace `launchSegmentedWeightGrad` needs for `chunkRows`.
+template <typename T, typename Index>
+std::size_t segmentedWeightGradWorkspaceBytes(const WeightGradProblem<T, Index> &p,
+                                              std::int64_t chunkRows) {
+  const std::int64_t chunks = maxUnits(p.numRows, p.numSegments, chunkRows);
+  return alignBytes((p.numSegments + 1) * sizeof(std::int64_t)) +
+         alignBytes(static_cast<std::size_t>(chunks * p.heads * p.K * p.N) * sizeof(T));
+}
+
+/// Runs the weight gradient described by `p` (device pointers) on `stream`,
+/// cutting every segment into chunks of `chunkRows` rows (use
+/// `defaultWgradChunkRows(p.numRows)`); deterministic for a given chunkRows.
+template <typename T, BOp Op, Assign Mode,
+          typename Tile = typename DefaultWgradTile<T>::type, typename Index>
+cudaError_t launchSegmentedWeightGrad(const WeightGradProblem<T, Index> &p,
+                                      std::int64_t chunkRows, void *workspace,
+                                      std::size_t workspaceBytes, cudaStream_t stream) {
+  if (p.numSegments == 0 || p.K == 0 || p.N == 0 || p.heads == 0)
+    return cudaSuccess;
+  if (chunkRows <= 0 || workspaceBytes < segmentedWeightGradWorkspaceBytes(p, chunkRows))
+    return cudaErrorInvalidValue;
+  auto *chunkStart = static_cast<std::int64_t *>(workspace);
+  T *partials = reinterpret_cast<T *>(static_cast<char *>(workspace) +
+                                      alignBytes((p.numSegments + 1) * sizeof(std::int64_t)));
+  cudaError_t err = launchUnitOffsets(p.segOffsets, p.numSegments, chunkRows, chunkStart, stream);
+  if (err != cudaSuccess)
+    return err;
+  const std::int64_t chunks = maxUnits(p.numRows, p.numSegments, chunkRows);
+  const std::int64_t tiles =
+      ceilDiv<std::int64_t>(p.K, Tile::BK) * ceilDiv<std::int64_t>(p.N, Tile::BN);
+  if (p.numRows > 0) {
+    const dim3 grid(static_cast<unsigned>(chunks), static_cast<unsigned>(tiles),
+                    static_cast<unsigned>(p.heads));
+    weightGradPartialKernel<T, Tile, Index>
+        <<<grid, Tile::kThreads, 0, stream>>>(p, chunkStart, chunkRows, partials);
+    if ((err = cudaGetLastError()) != cudaSuccess)
+      return err;
+  }
+  const std::int64_t total = p.numSegments * p.heads * p.K * p.N;
+  const std::int64_t blocks = ceilDiv<std::int64_t>(total, 256);
+  weightGradReduceKernel<T, Op, Mode, Index>
+      <<<static_cast<unsigned>(blocks < 65535 ? blocks : 65535), 256, 0, stream>>>(p, chunkStart,
+                                                                                   partials);
+  return cudaGetLastError();
+}
+
+} // namespace gpu
+} // namespace tmpl
+} // namespace hector
+
+#endif // HECTOR_TEMPLATES_CUDA_SEGMENTED_GEMM_CUH

@@ -1,0 +1,428 @@
+//===- cuda_check.cu - Runs the CUDA templates against the CPU ones -------===//
+//
+// A standalone program (CUDA runtime only) for a GPU machine: runs every CUDA
+// kernel template on random problems with the awkward cases (empty segments,
+// duplicate gathers, many segments accumulating into few rows, isolated
+// nodes, logits near 1e4), compares with the CPU template, checks that the
+// deterministic paths are bitwise reproducible, and prints one line per
+// check: name, max relative error, PASS/FAIL. Exit status 0 when all pass.
+//
+//   nvcc -std=c++17 -O2 -arch=sm_90 -Icodegen-templates -Xcompiler -fopenmp
+//        test/templates/cuda_check.cu -o cuda_check && ./cuda_check
+//
+//===----------------------------------------------------------------------===//
+#include "functors.h"
+#include "hector/cpu/segmented_gemm.h"
+#include "hector/cpu/traversal.h"
+#include "hector/cuda/segmented_gemm.cuh"
+#include "hector/cuda/traversal.cuh"
+#include "test_util.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+using namespace hector::tmpl;
+using namespace hector::tmpl::testing;
+
+namespace {
+
+int failures = 0;
+
+void checkCuda(cudaError_t err, const char *what) {
+  if (err != cudaSuccess) {
+    std::printf("CUDA error in %s: %s\n", what, cudaGetErrorString(err));
+    std::exit(2);
+  }
+}
+
+/// A device copy of a host vector (or an uninitialised buffer).
+template <typename T> struct DeviceBuffer {
+  T *ptr = nullptr;
+  std::size_t n = 0;
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(std::size_t count) : n(count) {
+    checkCuda(cudaMalloc(&ptr, std::max<std::size_t>(1, n) * sizeof(T)), "cudaMalloc");
+  }
+  explicit DeviceBuffer(const std::vector<T> &v) : DeviceBuffer(v.size()) {
+    checkCuda(cudaMemcpy(ptr, v.data(), n * sizeof(T), cudaMemcpyHostToDevice), "upload");
+  }
+  DeviceBuffer(const DeviceBuffer &) = delete;
+  DeviceBuffer &operator=(const DeviceBuffer &) = delete;
+  ~DeviceBuffer() { cudaFree(ptr); }
+  std::vector<T> download() const {
+    std::vector<T> v(n);
+    checkCuda(cudaMemcpy(v.data(), ptr, n * sizeof(T), cudaMemcpyDeviceToHost), "download");
+    return v;
+  }
+};
+
+template <typename T> double tolerance() { return sizeof(T) == 4 ? 1e-4 : 1e-10; }
+template <typename T> const char *typeName() { return sizeof(T) == 4 ? "f32" : "f64"; }
+
+void report(const std::string &name, double err, double tol) {
+  const bool ok = err <= tol;
+  failures += ok ? 0 : 1;
+  std::printf("%-64s max_rel_err=%.3e  %s\n", name.c_str(), err, ok ? "PASS" : "FAIL");
+}
+
+void reportExact(const std::string &name, bool same) {
+  failures += same ? 0 : 1;
+  std::printf("%-64s %-24s %s\n", name.c_str(), same ? "bitwise equal" : "DIFFERS",
+              same ? "PASS" : "FAIL");
+}
+
+//===----------------------------------------------------------------------===//
+// Segmented GEMM
+//===----------------------------------------------------------------------===//
+
+template <typename T, BOp Op, Scatter Mode, typename Tile>
+void checkGemm(const std::vector<I64> &sizes, I64 K, I64 N, I64 heads, std::mt19937_64 &rng,
+               const char *tileName) {
+  const auto off = offsetsFromSizes(sizes);
+  const I64 S = static_cast<I64>(sizes.size()), rows = off.back();
+  const I64 aRows = 97, width = heads * N;
+  const I64 outRows = Mode == Scatter::kStoreIndex ? rows + 5
+                      : scatterIsIndexed(Mode)     ? 13
+                                                   : rows;
+  auto A = randomVector<T>(aRows * heads * K, rng);
+  auto B = randomVector<T>(S * heads * K * N, rng);
+  auto C = randomVector<T>(outRows * width, rng);
+  auto gidx = randomIndex(rows, aRows, rng);
+  std::vector<I64> sidx;
+  if (Mode == Scatter::kStoreIndex) {
+    sidx.resize(rows);
+    std::iota(sidx.begin(), sidx.end(), 0);
+    std::shuffle(sidx.begin(), sidx.end(), rng);
+  } else {
+    sidx = randomIndex(rows, outRows, rng);
+  }
+  std::vector<I64> sptr(outRows + 1), srows(rows);
+  cpu::buildScatterCsr(sidx.data(), 0, rows, outRows, sptr.data(), srows.data());
+
+  GemmProblem<T, I64> p;
+  p.numSegments = S;
+  p.segOffsets = off.data();
+  p.numRows = rows;
+  p.K = K;
+  p.N = N;
+  p.heads = heads;
+  p.A = A.data();
+  p.lda = heads * K;
+  p.gather = gidx.data();
+  p.B = B.data();
+  p.strideB = heads * K * N;
+  p.ldc = width;
+  p.scatter = sidx.data();
+  p.numOutRows = outRows;
+  std::vector<T> want = C;
+  p.C = want.data();
+  cpu::segmentedGemm<T, Op, Mode>(p);
+
+  DeviceBuffer<I64> dOff(off), dG(gidx), dS(sidx), dPtr(sptr), dRows(srows);
+  DeviceBuffer<T> dA(A), dB(B), dC(C);
+  GemmProblem<T, I64> d = p;
+  d.segOffsets = dOff.ptr;
+  d.A = dA.ptr;
+  d.gather = dG.ptr;
+  d.B = dB.ptr;
+  d.C = dC.ptr;
+  d.scatter = dS.ptr;
+  d.scatterPtr = dPtr.ptr;
+  d.scatterRows = dRows.ptr;
+  const std::size_t bytes = gpu::segmentedGemmWorkspaceBytes<T, Mode, Tile>(d);
+  DeviceBuffer<char> ws(bytes);
+  checkCuda(gpu::launchSegmentedGemm<T, Op, Mode, Tile>(d, ws.ptr, bytes, nullptr), "gemm");
+  checkCuda(cudaDeviceSynchronize(), "gemm sync");
+  const auto got = dC.download();
+  char name[160];
+  std::snprintf(name, sizeof name, "gemm %s op=%d scatter=%d tile=%s K=%lld N=%lld H=%lld",
+                typeName<T>(), static_cast<int>(Op), static_cast<int>(Mode), tileName,
+                static_cast<long long>(K), static_cast<long long>(N),
+                static_cast<long long>(heads));
+  report(name, maxRelError(got, want), tolerance<T>() * (1 + rows / 64.0));
+
+  if (Mode == Scatter::kAccumulateIndex) { // bitwise reproducible
+    DeviceBuffer<T> dC2(C);
+    d.C = dC2.ptr;
+    checkCuda(gpu::launchSegmentedGemm<T, Op, Mode, Tile>(d, ws.ptr, bytes, nullptr), "gemm");
+    checkCuda(cudaDeviceSynchronize(), "gemm sync");
+    const auto again = dC2.download();
+    reportExact(std::string(name) + " rerun",
+                std::memcmp(got.data(), again.data(), got.size() * sizeof(T)) == 0);
+  }
+}
+
+template <typename T, BOp Op, typename Tile> void gemmModes(std::mt19937_64 &rng, const char *tn) {
+  const std::vector<I64> sizes = {0, 1, 300, 0, 64, 65, 1000, 0};
+  for (I64 K : {1, 17, 65})
+    for (I64 N : {3, 64, 65}) {
+      checkGemm<T, Op, Scatter::kStore, Tile>(sizes, K, N, 1, rng, tn);
+      checkGemm<T, Op, Scatter::kAccumulateIndex, Tile>(sizes, K, N, 1, rng, tn);
+    }
+  checkGemm<T, Op, Scatter::kAccumulate, Tile>(sizes, 33, 40, 2, rng, tn);
+  checkGemm<T, Op, Scatter::kStoreIndex, Tile>(sizes, 33, 40, 2, rng, tn);
+  checkGemm<T, Op, Scatter::kAccumulateIndex, Tile>(sizes, 33, 40, 3, rng, tn);
+  checkGemm<T, Op, Scatter::kAtomicAccumulateIndex, Tile>(sizes, 33, 40, 1, rng, tn);
+}
+
+template <typename T> void checkScatterCsr(std::mt19937_64 &rng) {
+  const I64 rows = 100000, outRows = 777;
+  auto idx = randomIndex(rows, outRows, rng);
+  std::vector<I64> ptr(outRows + 1), inv(rows);
+  cpu::buildScatterCsr(idx.data(), 0, rows, outRows, ptr.data(), inv.data());
+  DeviceBuffer<I64> dIdx(idx), dPtr(outRows + 1), dInv(rows);
+  std::size_t bytes = 0;
+  checkCuda(gpu::buildScatterCsr<I64>(dIdx.ptr, rows, outRows, dPtr.ptr, dInv.ptr, nullptr,
+                                       bytes, nullptr),
+            "csr size");
+  DeviceBuffer<char> tmp(bytes);
+  checkCuda(gpu::buildScatterCsr<I64>(dIdx.ptr, rows, outRows, dPtr.ptr, dInv.ptr, tmp.ptr,
+                                       bytes, nullptr),
+            "csr");
+  checkCuda(cudaDeviceSynchronize(), "csr sync");
+  reportExact("buildScatterCsr equals the CPU counting sort",
+              dPtr.download() == ptr && dInv.download() == inv);
+}
+
+template <typename T, BOp Op, Assign Mode>
+void checkWeightGrad(const std::vector<I64> &sizes, I64 K, I64 N, I64 heads, I64 chunkRows,
+                     std::mt19937_64 &rng) {
+  const auto off = offsetsFromSizes(sizes);
+  const I64 S = static_cast<I64>(sizes.size()), rows = off.back(), KN = K * N;
+  auto A = randomVector<T>(50 * heads * K, rng);
+  auto dC = randomVector<T>(rows * heads * N, rng);
+  auto ga = randomIndex(rows, 50, rng);
+  auto dB0 = randomVector<T>(S * heads * KN, rng);
+  WeightGradProblem<T, I64> p;
+  p.numSegments = S;
+  p.segOffsets = off.data();
+  p.numRows = rows;
+  p.K = K;
+  p.N = N;
+  p.heads = heads;
+  p.A = A.data();
+  p.lda = heads * K;
+  p.gatherA = ga.data();
+  p.dC = dC.data();
+  p.ldc = heads * N;
+  p.strideB = heads * KN;
+  std::vector<T> want = dB0;
+  p.dB = want.data();
+  cpu::segmentedWeightGrad<T, Op, Mode>(p);
+
+  DeviceBuffer<I64> dOff(off), dGa(ga);
+  DeviceBuffer<T> dA(A), dDC(dC), dDB(dB0), dDB2(dB0);
+  WeightGradProblem<T, I64> d = p;
+  d.segOffsets = dOff.ptr;
+  d.A = dA.ptr;
+  d.gatherA = dGa.ptr;
+  d.dC = dDC.ptr;
+  d.dB = dDB.ptr;
+  const std::size_t bytes = gpu::segmentedWeightGradWorkspaceBytes(d, chunkRows);
+  DeviceBuffer<char> ws(bytes);
+  checkCuda(gpu::launchSegmentedWeightGrad<T, Op, Mode>(d, chunkRows, ws.ptr, bytes, nullptr),
+            "wgrad");
+  d.dB = dDB2.ptr;
+  checkCuda(gpu::launchSegmentedWeightGrad<T, Op, Mode>(d, chunkRows, ws.ptr, bytes, nullptr),
+            "wgrad");
+  checkCuda(cudaDeviceSynchronize(), "wgrad sync");
+  const auto got = dDB.download(), again = dDB2.download();
+  char name[160];
+  std::snprintf(name, sizeof name, "weight grad %s op=%d add=%d K=%lld N=%lld H=%lld chunk=%lld",
+                typeName<T>(), static_cast<int>(Op), static_cast<int>(Mode),
+                static_cast<long long>(K), static_cast<long long>(N),
+                static_cast<long long>(heads), static_cast<long long>(chunkRows));
+  report(name, maxRelError(got, want), tolerance<T>() * (1 + rows / 64.0));
+  reportExact(std::string(name) + " rerun",
+              std::memcmp(got.data(), again.data(), got.size() * sizeof(T)) == 0);
+}
+
+//===----------------------------------------------------------------------===//
+// Traversals
+//===----------------------------------------------------------------------===//
+
+struct DeviceGraph {
+  DeviceBuffer<I64> relOffsets, perm, src, dst, rowPtr, edge, nbr;
+  const Graph &g;
+  explicit DeviceGraph(const Graph &graph)
+      : relOffsets(graph.relOffsets), perm(graph.perm), src(graph.sortedSrc),
+        dst(graph.sortedDst), rowPtr(graph.rowPtr), edge(graph.csrEdge), nbr(graph.csrNbr),
+        g(graph) {}
+  SortedEdges<I64> sorted() const {
+    SortedEdges<I64> s = g.sorted();
+    s.relOffsets = relOffsets.ptr;
+    s.eid = perm.ptr;
+    s.src = src.ptr;
+    s.dst = dst.ptr;
+    return s;
+  }
+  Csr<I64> csr() const {
+    Csr<I64> c = g.csr();
+    c.rowPtr = rowPtr.ptr;
+    c.edge = edge.ptr;
+    c.nbr = nbr.ptr;
+    return c;
+  }
+};
+
+template <typename T> void checkTraversals(std::mt19937_64 &rng) {
+  const Graph g = randomGraph(5000, 60000, 9, rng);
+  const DeviceGraph dg(g);
+  const std::string t = typeName<T>();
+  const I64 H = 2, D = 24;
+
+  { // edge map: attention logits
+    auto x = randomVector<T>(g.numNodes * H * D, rng), w = randomVector<T>(g.numRelations * H * D, rng),
+         y = randomVector<T>(g.numNodes * H, rng);
+    std::vector<T> want(g.numEdges * H);
+    cpu::edgeMap(g.sorted(), AttentionLogit<T>{x.data(), w.data(), y.data(), want.data(), H, D});
+    DeviceBuffer<T> dx(x), dw(w), dy(y), dout(g.numEdges * H);
+    checkCuda(gpu::launchEdgeMap(dg.sorted(), AttentionLogit<T>{dx.ptr, dw.ptr, dy.ptr, dout.ptr, H, D},
+                                  nullptr),
+              "edge map");
+    checkCuda(cudaDeviceSynchronize(), "edge map sync");
+    report("edge map (attention logits) " + t, maxRelError(dout.download(), want), tolerance<T>());
+  }
+
+  for (I64 width : {1, 17, 64, 130}) { // node reductions
+    auto x = randomVector<T>(g.numNodes * width, rng), norm = randomVector<T>(g.numEdges, rng);
+    DeviceBuffer<T> dx(x), dn(norm), dout(g.numNodes * width);
+    const ScaledNeighbourRow<T> hf{x.data(), norm.data(), width}, df{dx.ptr, dn.ptr, width};
+    std::vector<T> want(g.numNodes * width);
+    const std::string w = " width=" + std::to_string(width) + " " + t;
+    cpu::nodeReduce<Reduce::kSum, Assign::kStore>(g.csr(), width, want.data(), width, hf);
+    checkCuda(gpu::launchNodeReduce<Reduce::kSum, Assign::kStore>(dg.csr(), width, dout.ptr, width,
+                                                                   df, nullptr),
+              "sum");
+    checkCuda(cudaDeviceSynchronize(), "sum sync");
+    report("node reduce sum (group 32 x 2)" + w, maxRelError(dout.download(), want),
+           tolerance<T>());
+    cpu::nodeReduce<Reduce::kMean, Assign::kStore>(g.csr(), width, want.data(), width, hf);
+    checkCuda(gpu::launchNodeReduce<Reduce::kMean, Assign::kStore, 8, 1>(dg.csr(), width, dout.ptr,
+                                                                          width, df, nullptr),
+              "mean");
+    checkCuda(cudaDeviceSynchronize(), "mean sync");
+    report("node reduce mean (group 8 x 1)" + w, maxRelError(dout.download(), want),
+           tolerance<T>());
+    cpu::nodeReduce<Reduce::kMax, Assign::kStore>(g.csr(), width, want.data(), width, hf);
+    checkCuda(gpu::launchNodeReduce<Reduce::kMax, Assign::kStore, 32, 4>(dg.csr(), width, dout.ptr,
+                                                                          width, df, nullptr),
+              "max");
+    checkCuda(cudaDeviceSynchronize(), "max sync");
+    report("node reduce max (group 32 x 4)" + w, maxRelError(dout.download(), want), 0.0);
+  }
+
+  { // edge softmax, backward, fused aggregation
+    auto s = randomVector<T>(g.numEdges * H, rng, 1e4 - 20, 1e4 + 20);
+    auto da = randomVector<T>(g.numEdges * H, rng);
+    auto z = randomVector<T>(g.numNodes * H * D, rng);
+    std::vector<T> alpha(g.numEdges * H), ds(g.numEdges * H), agg(g.numNodes * H * D),
+        aggAlpha(g.numEdges * H);
+    cpu::edgeSoftmax(g.csr(), H, s.data(), alpha.data());
+    cpu::edgeSoftmaxBackward(g.csr(), H, alpha.data(), da.data(), ds.data());
+    cpu::softmaxAggregate(g.csr(), H, D, s.data(), NeighbourRow<T>{z.data(), H * D}, agg.data(),
+                          H * D, aggAlpha.data());
+    DeviceBuffer<T> dS(s), dDa(da), dZ(z), dAlpha(g.numEdges * H), dDs(g.numEdges * H),
+        dAgg(g.numNodes * H * D), dAggAlpha(g.numEdges * H), dAgg2(g.numNodes * H * D);
+    checkCuda(gpu::launchEdgeSoftmax(dg.csr(), H, dS.ptr, dAlpha.ptr, nullptr), "softmax");
+    checkCuda(gpu::launchEdgeSoftmaxBackward(dg.csr(), H, dAlpha.ptr, dDa.ptr, dDs.ptr, nullptr),
+              "softmax backward");
+    checkCuda(gpu::launchSoftmaxAggregate(dg.csr(), H, D, dS.ptr, NeighbourRow<T>{dZ.ptr, H * D},
+                                           dAgg.ptr, H * D, dAggAlpha.ptr, nullptr),
+              "softmax aggregate");
+    checkCuda(gpu::launchSoftmaxAggregate(dg.csr(), H, D, dS.ptr, NeighbourRow<T>{dZ.ptr, H * D},
+                                           dAgg2.ptr, H * D, static_cast<T *>(nullptr), nullptr),
+              "softmax aggregate");
+    checkCuda(cudaDeviceSynchronize(), "softmax sync");
+    report("edge softmax (logits ~1e4) " + t, maxRelError(dAlpha.download(), alpha, 1e-30),
+           tolerance<T>() * 10);
+    report("edge softmax backward " + t, maxRelError(dDs.download(), ds), tolerance<T>());
+    const auto got = dAgg.download();
+    report("softmax aggregate (online) " + t, maxRelError(got, agg), tolerance<T>());
+    report("softmax aggregate alpha " + t, maxRelError(dAggAlpha.download(), aggAlpha, 1e-30),
+           tolerance<T>() * 10);
+    const auto again = dAgg2.download();
+    reportExact("softmax aggregate rerun " + t,
+                std::memcmp(got.data(), again.data(), got.size() * sizeof(T)) == 0);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Timing (informational)
+//===----------------------------------------------------------------------===//
+
+template <typename T> void timeGemm(std::mt19937_64 &rng) {
+  const I64 S = 50, per = 20000, K = 64, N = 64, rows = S * per;
+  std::vector<I64> sizes(S, per);
+  const auto off = offsetsFromSizes(sizes);
+  auto A = randomVector<T>(100000 * K, rng);
+  auto B = randomVector<T>(S * K * N, rng);
+  auto gidx = randomIndex(rows, 100000, rng);
+  DeviceBuffer<I64> dOff(off), dG(gidx);
+  DeviceBuffer<T> dA(A), dB(B), dC(rows * N);
+  GemmProblem<T, I64> d;
+  d.numSegments = S;
+  d.segOffsets = dOff.ptr;
+  d.numRows = rows;
+  d.K = K;
+  d.N = N;
+  d.A = dA.ptr;
+  d.lda = K;
+  d.gather = dG.ptr;
+  d.B = dB.ptr;
+  d.strideB = K * N;
+  d.C = dC.ptr;
+  d.ldc = N;
+  const std::size_t bytes = gpu::segmentedGemmWorkspaceBytes<T, Scatter::kStore>(d);
+  DeviceBuffer<char> ws(bytes);
+  cudaEvent_t start, stop;
+  cudaEventCreate(&start);
+  cudaEventCreate(&stop);
+  checkCuda(gpu::launchSegmentedGemm<T, BOp::kIdentity, Scatter::kStore>(d, ws.ptr, bytes, nullptr),
+            "warm-up");
+  cudaEventRecord(start);
+  for (int i = 0; i < 20; ++i)
+    gpu::launchSegmentedGemm<T, BOp::kIdentity, Scatter::kStore>(d, ws.ptr, bytes, nullptr);
+  cudaEventRecord(stop);
+  checkCuda(cudaEventSynchronize(stop), "timing");
+  float ms = 0;
+  cudaEventElapsedTime(&ms, start, stop);
+  ms /= 20;
+  std::printf("timing: gemm %s gather, %lld rows x 64 x 64, 50 segments: %.3f ms, %.1f GFLOP/s\n",
+              typeName<T>(), static_cast<long long>(rows), ms, 2.0 * rows * K * N / ms / 1e6);
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+}
+
+template <typename T> void runAll(std::mt19937_64 &rng) {
+  gemmModes<T, BOp::kIdentity, typename gpu::DefaultGemmTile<T>::type>(rng, "default");
+  gemmModes<T, BOp::kTranspose, typename gpu::DefaultGemmTile<T>::type>(rng, "default");
+  gemmModes<T, BOp::kIdentity, gpu::GemmTile<32, 32, 8, 2, 2>>(rng, "32x32x8/2x2");
+  gemmModes<T, BOp::kTranspose, gpu::GemmTile<128, 64, 8, 8, 4>>(rng, "128x64x8/8x4");
+  checkScatterCsr<T>(rng);
+  const std::vector<I64> sizes = {0, 5, 3000, 0, 1, 700};
+  checkWeightGrad<T, BOp::kIdentity, Assign::kStore>(sizes, 17, 65, 1, 256, rng);
+  checkWeightGrad<T, BOp::kTranspose, Assign::kAdd>(sizes, 64, 33, 2, 64, rng);
+  checkWeightGrad<T, BOp::kIdentity, Assign::kAdd>(sizes, 3, 1, 1,
+                                                  gpu::defaultWgradChunkRows(3706), rng);
+  checkTraversals<T>(rng);
+  timeGemm<T>(rng);
+}
+
+} // namespace
+
+int main() {
+  int device = 0;
+  cudaDeviceProp prop;
+  checkCuda(cudaGetDevice(&device), "cudaGetDevice");
+  checkCuda(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
+  std::printf("device: %s (sm_%d%d)\n", prop.name, prop.major, prop.minor);
+  std::mt19937_64 rng(2024);
+  runAll<float>(rng);
+  runAll<double>(rng);
+  std::printf("%s: %d check(s) failed\n", failures ? "FAIL" : "PASS", failures);
+  return failures ? 1 : 0;
+}

@@ -1,0 +1,205 @@
+//===- test_util.h - Shared helpers of the kernel-template tests ----------===//
+//
+// Random problems (segments, gathers, graphs) and straightforward reference
+// implementations, used by the Catch2 CPU tests and by the CUDA check program.
+// No test framework here.
+//
+//===----------------------------------------------------------------------===//
+#ifndef HECTOR_TEST_TEMPLATES_TEST_UTIL_H
+#define HECTOR_TEST_TEMPLATES_TEST_UTIL_H
+
+#include "hector/common.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <numeric>
+#include <random>
+#include <vector>
+
+namespace hector {
+namespace tmpl {
+namespace testing {
+
+using I64 = std::int64_t;
+
+/// Segment offsets from a list of segment sizes.
+inline std::vector<I64> offsetsFromSizes(const std::vector<I64> &sizes) {
+  std::vector<I64> off(sizes.size() + 1, 0);
+  for (std::size_t s = 0; s < sizes.size(); ++s)
+    off[s + 1] = off[s] + sizes[s];
+  return off;
+}
+
+template <typename T> std::vector<T> randomVector(std::size_t n, std::mt19937_64 &rng,
+                                                  double lo = -1.0, double hi = 1.0) {
+  std::uniform_real_distribution<double> dist(lo, hi);
+  std::vector<T> v(n);
+  for (auto &x : v)
+    x = static_cast<T>(dist(rng));
+  return v;
+}
+
+inline std::vector<I64> randomIndex(std::size_t n, I64 range, std::mt19937_64 &rng) {
+  std::uniform_int_distribution<I64> dist(0, range - 1);
+  std::vector<I64> v(n);
+  for (auto &x : v)
+    x = dist(rng);
+  return v;
+}
+
+/// Reference segmented GEMM in long double: returns the row-aligned results
+/// [rows, heads * N] (before any scatter).
+template <typename T>
+std::vector<long double> referenceGemmRows(const GemmProblem<T, I64> &p, bool transB) {
+  const I64 rows = p.segOffsets[p.numSegments] - p.segOffsets[0];
+  const I64 width = p.heads * p.N;
+  std::vector<long double> out(rows * width, 0.0L);
+  for (I64 s = 0; s < p.numSegments; ++s)
+    for (I64 row = p.segOffsets[s]; row < p.segOffsets[s + 1]; ++row) {
+      const I64 in = p.gather ? p.gather[row] : row;
+      for (I64 h = 0; h < p.heads; ++h)
+        for (I64 n = 0; n < p.N; ++n) {
+          long double acc = 0;
+          for (I64 k = 0; k < p.K; ++k) {
+            const T b = transB ? p.B[s * p.strideB + h * p.K * p.N + n * p.K + k]
+                               : p.B[s * p.strideB + h * p.K * p.N + k * p.N + n];
+            acc += static_cast<long double>(p.A[in * p.lda + h * p.K + k]) * b;
+          }
+          out[(row - p.segOffsets[0]) * width + h * p.N + n] = acc;
+        }
+    }
+  return out;
+}
+
+/// Reference weight gradient in long double: [numSegments, heads, K, N]
+/// (always [K, N] per head, whatever the stored layout).
+template <typename T>
+std::vector<long double> referenceWeightGrad(const WeightGradProblem<T, I64> &p) {
+  const I64 KN = p.K * p.N;
+  std::vector<long double> out(p.numSegments * p.heads * KN, 0.0L);
+  for (I64 s = 0; s < p.numSegments; ++s)
+    for (I64 row = p.segOffsets[s]; row < p.segOffsets[s + 1]; ++row) {
+      const I64 ia = p.gatherA ? p.gatherA[row] : row;
+      const I64 ic = p.gatherC ? p.gatherC[row] : row;
+      for (I64 h = 0; h < p.heads; ++h)
+        for (I64 k = 0; k < p.K; ++k)
+          for (I64 n = 0; n < p.N; ++n)
+            out[(s * p.heads + h) * KN + k * p.N + n] +=
+                static_cast<long double>(p.A[ia * p.lda + h * p.K + k]) *
+                p.dC[ic * p.ldc + h * p.N + n];
+    }
+  return out;
+}
+
+/// A random multigraph with relation-sorted edges and CSR by destination.
+/// Node `numNodes - 1` (and every node not drawn) may be isolated; when
+/// `isolated` is set, nodes [0, numNodes/4) receive no edges at all.
+struct Graph {
+  I64 numNodes = 0, numEdges = 0, numRelations = 0;
+  std::vector<I64> src, dst, rel;  // by user edge id
+  std::vector<I64> relOffsets;     // [R + 1]
+  std::vector<I64> perm;           // sorted position -> edge id
+  std::vector<I64> sortedSrc, sortedDst;
+  std::vector<I64> rowPtr, csrEdge, csrNbr; // CSR by destination, edge ids
+
+  SortedEdges<I64> sorted() const {
+    SortedEdges<I64> g;
+    g.numEdges = numEdges;
+    g.numRelations = numRelations;
+    g.relOffsets = relOffsets.data();
+    g.src = sortedSrc.data();
+    g.dst = sortedDst.data();
+    g.eid = perm.data();
+    return g;
+  }
+  Csr<I64> csr() const {
+    Csr<I64> g;
+    g.numNodes = numNodes;
+    g.numEntries = numEdges;
+    g.rowPtr = rowPtr.data();
+    g.edge = csrEdge.data();
+    g.nbr = csrNbr.data();
+    return g;
+  }
+};
+
+inline Graph randomGraph(I64 numNodes, I64 numEdges, I64 numRelations, std::mt19937_64 &rng,
+                         bool isolated = true) {
+  Graph g;
+  g.numNodes = numNodes;
+  g.numEdges = numEdges;
+  g.numRelations = numRelations;
+  const I64 lo = isolated ? numNodes / 4 : 0;
+  std::uniform_int_distribution<I64> any(0, numNodes - 1), target(lo, numNodes - 1),
+      relDist(0, std::max<I64>(0, numRelations - 2)); // the last relation stays empty
+  for (I64 e = 0; e < numEdges; ++e) {
+    g.src.push_back(any(rng));
+    g.dst.push_back(target(rng));
+    g.rel.push_back(numRelations > 1 ? relDist(rng) : 0);
+  }
+  g.perm.resize(numEdges);
+  std::iota(g.perm.begin(), g.perm.end(), 0);
+  std::stable_sort(g.perm.begin(), g.perm.end(),
+                   [&](I64 a, I64 b) { return g.rel[a] < g.rel[b]; });
+  g.relOffsets.assign(numRelations + 1, 0);
+  for (I64 e = 0; e < numEdges; ++e)
+    ++g.relOffsets[g.rel[e] + 1];
+  for (I64 r = 0; r < numRelations; ++r)
+    g.relOffsets[r + 1] += g.relOffsets[r];
+  for (I64 p = 0; p < numEdges; ++p) {
+    g.sortedSrc.push_back(g.src[g.perm[p]]);
+    g.sortedDst.push_back(g.dst[g.perm[p]]);
+  }
+  g.rowPtr.assign(numNodes + 1, 0);
+  for (I64 e = 0; e < numEdges; ++e)
+    ++g.rowPtr[g.dst[e] + 1];
+  for (I64 v = 0; v < numNodes; ++v)
+    g.rowPtr[v + 1] += g.rowPtr[v];
+  std::vector<I64> fill(g.rowPtr.begin(), g.rowPtr.end() - 1);
+  g.csrEdge.resize(numEdges);
+  g.csrNbr.resize(numEdges);
+  for (I64 e = 0; e < numEdges; ++e) {
+    const I64 at = fill[g.dst[e]]++;
+    g.csrEdge[at] = e;
+    g.csrNbr[at] = g.src[e];
+  }
+  return g;
+}
+
+/// Two-pass reference edge softmax in long double ([E, heads] by edge id).
+template <typename T>
+std::vector<long double> referenceSoftmax(const Graph &g, I64 heads, const std::vector<T> &s) {
+  std::vector<long double> alpha(g.numEdges * heads, 0.0L);
+  for (I64 v = 0; v < g.numNodes; ++v)
+    for (I64 h = 0; h < heads; ++h) {
+      long double mx = -INFINITY, sum = 0;
+      for (I64 j = g.rowPtr[v]; j < g.rowPtr[v + 1]; ++j)
+        mx = std::max<long double>(mx, s[g.csrEdge[j] * heads + h]);
+      for (I64 j = g.rowPtr[v]; j < g.rowPtr[v + 1]; ++j)
+        sum += std::exp(static_cast<long double>(s[g.csrEdge[j] * heads + h]) - mx);
+      for (I64 j = g.rowPtr[v]; j < g.rowPtr[v + 1]; ++j) {
+        const I64 e = g.csrEdge[j];
+        alpha[e * heads + h] = std::exp(static_cast<long double>(s[e * heads + h]) - mx) / sum;
+      }
+    }
+  return alpha;
+}
+
+/// Largest |got - want| / max(|want|, floor) over two arrays.
+template <typename A, typename B>
+double maxRelError(const A &got, const B &want, double floor = 1.0) {
+  double worst = 0;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    const double w = static_cast<double>(want[i]);
+    const double d = std::fabs(static_cast<double>(got[i]) - w);
+    worst = std::max(worst, d / std::max(std::fabs(w), floor));
+  }
+  return worst;
+}
+
+} // namespace testing
+} // namespace tmpl
+} // namespace hector
+
+#endif // HECTOR_TEST_TEMPLATES_TEST_UTIL_H
