@@ -1,0 +1,34 @@
+//===- pinned_cuda.h - CUDA side of the zero-copy table (internal) -*- C++ -*-===//
+//
+// Implemented in pinned_gather.cu; only used when the runtime is built with CUDA.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace hector::cuda {
+
+/// A host storage page-locked with cudaHostRegister (or found already page-locked). Shared by
+/// every table over the same storage; the destructor waits for the last gather that read it and
+/// then unregisters (only what it registered itself).
+struct HostRegion;
+
+/// Whether a CUDA device can be used; otherwise `why` says why not.
+bool deviceAvailable(std::string &why);
+
+/// Page-locks `storage` in place (or joins an existing registration of the same storage).
+/// Returns null and sets `why` when that fails.
+std::shared_ptr<HostRegion> registerStorage(const c10::Storage &storage, std::string &why);
+
+/// The zero-copy gather: rows `index` (int32/int64, on a CUDA device, validated) of the table of
+/// `numRows` rows of `rowBytes` bytes starting `offsetBytes` into the region, into `out`
+/// (contiguous, on index's device, index.numel() * rowBytes bytes). Runs on the current stream.
+void gatherRows(HostRegion &region, int64_t offsetBytes, int64_t rowBytes, const at::Tensor &index,
+                at::Tensor &out, int64_t maxThreads, bool sortIndices);
+
+} // namespace hector::cuda
