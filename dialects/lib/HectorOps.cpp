@@ -118,13 +118,14 @@ static FailureOr<OwnedShape> linearShape(Operation *op, StringRef operand, RowSh
   return result;
 }
 
-/// The type of `hector.linear` of `x` and `w`, with errors naming `operand` (the rows).
-static FailureOr<ValueType> linearType(Operation *op, StringRef operand, ValueType x,
-                                       WeightType w) {
+/// The type of `hector.linear` of `x` and `w` (`x . W^T` with `transposed`), with errors naming
+/// `operand` (the rows).
+static FailureOr<ValueType> linearType(Operation *op, StringRef operand, ValueType x, WeightType w,
+                                       bool transposed = false) {
   FailureOr<Space> space = linearSpace(op, operand, x.getSpace(), w.getSlicing());
   if (failed(space))
     return failure();
-  FailureOr<OwnedShape> shape = linearShape(op, operand, x.getShape(), w.getShape(), false);
+  FailureOr<OwnedShape> shape = linearShape(op, operand, x.getShape(), w.getShape(), transposed);
   if (failed(shape))
     return failure();
   return ValueType::get(op->getContext(), *space, shape->view());
@@ -200,8 +201,10 @@ LogicalResult LayerOp::verifyRegions() {
 LogicalResult InputOp::verify() {
   if (getName().empty())
     return emitOpError("name must not be empty");
+  // Users pass node or edge data; a backward layer's saved activations may be in any space
+  // with rows per node, edge or unique pair.
   Space space = getResult().getType().getSpace();
-  if (space != Space::Node && space != Space::Edge)
+  if (space != Space::Node && !isEdgeIndexed(space))
     return emitOpError() << "result must be indexed by nodes or edges, got "
                          << stringifySpace(space);
   return success();
@@ -277,36 +280,36 @@ LogicalResult UniqueExpandOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult LinearOp::verify() {
-  FailureOr<ValueType> expected =
-      linearType(*this, "input", getInput().getType(), getWeight().getType());
+  FailureOr<ValueType> expected = linearType(*this, "input", getInput().getType(),
+                                             getWeight().getType(), getTransposed());
   if (failed(expected))
     return failure();
   return checkResultType(*this, *expected, getResult().getType());
 }
 
-LogicalResult WeightMatmulOp::verify() {
-  WeightType lhs = getLhs().getType(), rhs = getRhs().getType();
+/// The type of `hector.weight_matmul` of `lhs` and `rhs`, with errors on `op`.
+static FailureOr<WeightType> weightMatmulType(Operation *op, WeightType lhs, WeightType rhs) {
   Slicing slicing = lhs.getSlicing();
   if (rhs.getSlicing() != Slicing::None) {
     if (slicing != Slicing::None && slicing != rhs.getSlicing())
-      return emitOpError() << "operands must not be sliced differently, got lhs "
-                           << stringifySlicing(slicing) << " and rhs "
-                           << stringifySlicing(rhs.getSlicing());
+      return op->emitOpError() << "operands must not be sliced differently, got lhs "
+                               << stringifySlicing(slicing) << " and rhs "
+                               << stringifySlicing(rhs.getSlicing());
     slicing = rhs.getSlicing();
   }
   RowShape a = lhs.getShape(), b = rhs.getShape();
   if (a.rank() < 1 || b.rank() < 1)
-    return emitOpError() << "operands need at least one dimension, got lhs " << formatShape(a)
-                         << " and rhs " << formatShape(b);
+    return op->emitOpError() << "operands need at least one dimension, got lhs "
+                             << formatShape(a) << " and rhs " << formatShape(b);
   if (a.dims.back() != b.dims.front())
-    return emitOpError() << "lhs last dimension " << a.dims.back()
-                         << " must equal rhs first dimension " << b.dims.front();
+    return op->emitOpError() << "lhs last dimension " << a.dims.back()
+                             << " must equal rhs first dimension " << b.dims.front();
   if (a.isHead(a.rank() - 1) || b.isHead(0))
-    return emitOpError() << "cannot contract a head dimension, got lhs " << formatShape(a)
-                         << " and rhs " << formatShape(b);
+    return op->emitOpError() << "cannot contract a head dimension, got lhs " << formatShape(a)
+                             << " and rhs " << formatShape(b);
   if (a.hasHeads() && b.hasHeads())
-    return emitOpError() << "at most one operand may have a head dimension, got lhs "
-                         << formatShape(a) << " and rhs " << formatShape(b);
+    return op->emitOpError() << "at most one operand may have a head dimension, got lhs "
+                             << formatShape(a) << " and rhs " << formatShape(b);
   OwnedShape shape;
   shape.dims.assign(a.dims.begin(), a.dims.end() - 1);
   shape.dims.append(b.dims.begin() + 1, b.dims.end());
@@ -314,17 +317,29 @@ LogicalResult WeightMatmulOp::verify() {
     shape.headAxis = a.headAxis;
   else if (b.hasHeads())
     shape.headAxis = a.rank() - 1 + b.headAxis - 1;
-  return checkResultType(*this, WeightType::get(getContext(), slicing, shape.view()),
-                         getResult().getType());
+  return WeightType::get(op->getContext(), slicing, shape.view());
+}
+
+LogicalResult WeightMatmulOp::verify() {
+  FailureOr<WeightType> expected =
+      weightMatmulType(*this, getLhs().getType(), getRhs().getType());
+  if (failed(expected))
+    return failure();
+  return checkResultType(*this, *expected, getResult().getType());
 }
 
 LogicalResult WeightGradOp::verify() {
-  // grad must be exactly what a linear of the input and a weight of the result type produces.
+  // grad must be what a linear of the input and a weight of the result type produces, except
+  // that rows per edge may be in any of the per-edge spaces (src, dst, edge).
   FailureOr<ValueType> expected =
       linearType(*this, "input", getInput().getType(), getResult().getType());
   if (failed(expected))
     return failure();
-  return checkResultType(*this, *expected, getGrad().getType(), "grad");
+  ValueType grad = getGrad().getType();
+  auto perEdge = [](Space s) { return s == Space::Src || s == Space::Dst || s == Space::Edge; };
+  if (perEdge(expected->getSpace()) && perEdge(grad.getSpace()))
+    return checkResultType(*this, expected->withSpace(grad.getSpace()), grad, "grad");
+  return checkResultType(*this, *expected, grad, "grad");
 }
 
 //===----------------------------------------------------------------------===//
@@ -441,6 +456,115 @@ LogicalResult MergeHeadsOp::verify() {
   int64_t merged[] = {in.dims[0] * in.dims[1]};
   return checkResultType(*this, ValueType::get(getContext(), input.getSpace(), merged, -1),
                          getResult().getType());
+}
+
+//===----------------------------------------------------------------------===//
+// Backward
+//===----------------------------------------------------------------------===//
+
+/// True when every row of space `from` belongs to exactly one row of space `to` (see
+/// hector.reduce).
+static bool rowsBelongTo(Space from, Space to) {
+  bool perEdge = from == Space::Src || from == Space::Dst || from == Space::Edge;
+  bool unique = from == Space::UniqueSrc || from == Space::UniqueDst;
+  switch (to) {
+  case Space::None:
+    return true;
+  case Space::NType:
+    return from == Space::Node || from == Space::NType;
+  case Space::Relation:
+    return perEdge || unique || from == Space::Relation;
+  case Space::UniqueSrc:
+  case Space::UniqueDst:
+    return perEdge || from == to;
+  case Space::Edge:
+    return perEdge;
+  case Space::Node:
+    return unique || from == Space::Node;
+  case Space::Src:
+  case Space::Dst:
+    return from == to;
+  }
+  llvm_unreachable("unknown space");
+}
+
+LogicalResult ReduceOp::verify() {
+  ValueType input = getInput().getType();
+  Type resultType = getResult().getType();
+  Space space;
+  RowShape shape;
+  if (auto weight = dyn_cast<WeightType>(resultType)) {
+    space = sliceSpace(weight.getSlicing());
+    shape = weight.getShape();
+  } else {
+    auto value = cast<ValueType>(resultType);
+    space = value.getSpace();
+    shape = value.getShape();
+  }
+  if (!rowsBelongTo(input.getSpace(), space))
+    return emitOpError() << "cannot sum " << stringifySpace(input.getSpace()) << " rows into "
+                         << stringifySpace(space) << " rows";
+  std::optional<RowShape> joined = broadcastShapes(shape, input.getShape());
+  if (!joined || *joined != input.getShape())
+    return emitOpError() << "result shape " << formatShape(shape)
+                         << " must be a prefix of the input shape "
+                         << formatShape(input.getShape());
+  return success();
+}
+
+LogicalResult AggregateGradOp::verify() {
+  ValueType grad = getGrad().getType();
+  if (grad.getSpace() != Space::Node)
+    return emitOpError() << "grad must be indexed by nodes (node), got "
+                         << stringifySpace(grad.getSpace());
+  Space space;
+  switch (getKind()) {
+  case AggregateKind::Sum:
+    return emitOpError("the gradient of a sum is hector.src or hector.dst of the gradient");
+  case AggregateKind::Mean:
+    if (getInput())
+      return emitOpError("the gradient of a mean takes no input");
+    space = getBy() == EdgeEnd::Src ? Space::Src : Space::Dst;
+    break;
+  case AggregateKind::Max: {
+    if (!getInput())
+      return emitOpError("the gradient of a max needs the aggregated input");
+    auto input = cast<ValueType>(getInput().getType());
+    if (failed(checkEdgeIndexed(*this, input)) ||
+        failed(checkSameShape(*this, "input", input.getShape(), grad.getShape(), "grad")))
+      return failure();
+    space = Space::Edge;
+    break;
+  }
+  }
+  return checkResultType(*this, grad.withSpace(space), getResult().getType());
+}
+
+LogicalResult NarrowOp::verify() {
+  ValueType input = getInput().getType(), result = getResult().getType();
+  RowShape in = input.getShape(), out = result.getShape();
+  if (in.rank() < 1 || in.isHead(in.rank() - 1))
+    return emitOpError() << "input needs a last dimension that is not the head dimension, got "
+                         << formatShape(in);
+  if (result.getSpace() != input.getSpace() || out.rank() != in.rank() ||
+      out.headAxis != in.headAxis || out.dims.drop_back() != in.dims.drop_back())
+    return emitOpError() << "result " << result << " must equal the input " << input
+                         << " in all but the last dimension";
+  int64_t offset = getOffset();
+  if (offset < 0 || offset + out.dims.back() > in.dims.back())
+    return emitOpError() << "columns [" << offset << ", " << offset + out.dims.back()
+                         << ") are out of range for a last dimension of " << in.dims.back();
+  return success();
+}
+
+LogicalResult WeightMatmulGradOp::verify() {
+  // The forward product of the result and `other`, in operand order, must have grad's type.
+  WeightType result = getResult().getType(), other = getOther().getType();
+  FailureOr<WeightType> product = getRhs() ? weightMatmulType(*this, other, result)
+                                           : weightMatmulType(*this, result, other);
+  if (failed(product))
+    return failure();
+  return checkResultType(*this, *product, getGrad().getType(), "grad");
 }
 
 //===----------------------------------------------------------------------===//

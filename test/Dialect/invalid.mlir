@@ -72,8 +72,8 @@ hector.layer @l {
 // -----
 
 hector.layer @l {
-  // expected-error @+1 {{'hector.input' op result must be indexed by nodes or edges, got src}}
-  %x = hector.input "x" : !hector.value<src, [4]>
+  // expected-error @+1 {{'hector.input' op result must be indexed by nodes or edges, got relation}}
+  %x = hector.input "x" : !hector.value<relation, [4]>
 }
 
 // -----
@@ -95,14 +95,6 @@ hector.layer @l {
 
 // expected-error @+1 {{'hector.input' op expects parent op 'hector.layer'}}
 %x = hector.input "x" : !hector.value<node, [4]>
-
-// -----
-
-hector.layer @l {
-  %W = hector.weight "W" glorot : !hector.weight<none, [4]>
-  // expected-error @+1 {{'hector.output' op operand #0 must be}}
-  hector.output "W" %W : !hector.weight<none, [4]>
-}
 
 // -----
 
@@ -664,4 +656,185 @@ hector.layer @l {
   %0 = hector.traversal edge (%x = %h) : (!hector.value<edge, [4]>, !hector.value<edge, [4]>) -> !hector.value<edge, [4]> {
     hector.yield %x : !hector.value<edge, [4]>
   }
+}
+
+//===----------------------------------------------------------------------===//
+// Backward ops
+//===----------------------------------------------------------------------===//
+
+// -----
+
+hector.layer @l {
+  %g = hector.input "g" : !hector.value<edge, [8]>
+  %W = hector.weight "W" glorot : !hector.weight<relation, [4, 8]>
+  // expected-error @+1 {{'hector.linear' op input row [8] does not match the weight [4, 8]: expected [4]}}
+  %0 = hector.linear %g, %W : !hector.value<edge, [8]>, !hector.weight<relation, [4, 8]> -> !hector.value<edge, [8]>
+}
+
+// -----
+
+hector.layer @l {
+  %g = hector.input "g" : !hector.value<edge, [4]>
+  %W = hector.weight "W" glorot : !hector.weight<relation, [4, 8]>
+  // expected-error @+1 {{'hector.linear' op input row [4] does not match the weight [4, 8]: expected [8]}}
+  %0 = hector.linear %g, %W transposed : !hector.value<edge, [4]>, !hector.weight<relation, [4, 8]> -> !hector.value<edge, [4]>
+}
+
+// -----
+
+hector.layer @l {
+  %x = hector.input "x" : !hector.value<node, [4]>
+  %g = hector.input "g" : !hector.value<node, [8]>
+  // expected-error @+1 {{'hector.weight_grad' op grad type must be '!hector.value<node, [8]>', got '!hector.value<node, [4]>'}}
+  %0 = hector.weight_grad %x, %x : !hector.value<node, [4]>, !hector.value<node, [4]> -> !hector.weight<none, [4, 8]>
+}
+
+// -----
+
+hector.layer @l {
+  %g = hector.input "g" : !hector.value<node, [8]>
+  // expected-error @+1 {{'hector.reduce' op cannot sum node rows into relation rows}}
+  %0 = hector.reduce %g : !hector.value<node, [8]> -> !hector.value<relation, [8]>
+}
+
+// -----
+
+hector.layer @l {
+  %g = hector.input "g" : !hector.value<edge, [8]>
+  // expected-error @+1 {{'hector.reduce' op cannot sum edge rows into ntype rows}}
+  %0 = hector.reduce %g : !hector.value<edge, [8]> -> !hector.weight<ntype, [8]>
+}
+
+// -----
+
+hector.layer @l {
+  %g = hector.input "g" : !hector.value<edge, [2h, 4]>
+  // expected-error @+1 {{'hector.reduce' op result shape [4] must be a prefix of the input shape [2h, 4]}}
+  %0 = hector.reduce %g : !hector.value<edge, [2h, 4]> -> !hector.value<relation, [4]>
+}
+
+// -----
+
+hector.layer @l {
+  %g = hector.input "g" : !hector.value<edge, [8]>
+  // expected-error @+1 {{'hector.aggregate_grad' op grad must be indexed by nodes (node), got edge}}
+  %0 = hector.aggregate_grad mean %g by dst : (!hector.value<edge, [8]>) -> !hector.value<dst, [8]>
+}
+
+// -----
+
+hector.layer @l {
+  %g = hector.input "g" : !hector.value<node, [8]>
+  // expected-error @+1 {{'hector.aggregate_grad' op the gradient of a sum is hector.src or hector.dst of the gradient}}
+  %0 = hector.aggregate_grad sum %g by dst : (!hector.value<node, [8]>) -> !hector.value<dst, [8]>
+}
+
+// -----
+
+hector.layer @l {
+  %g = hector.input "g" : !hector.value<node, [8]>
+  %e = hector.input "e" : !hector.value<edge, [8]>
+  // expected-error @+1 {{'hector.aggregate_grad' op the gradient of a mean takes no input}}
+  %0 = hector.aggregate_grad mean %g, %e by dst : (!hector.value<node, [8]>, !hector.value<edge, [8]>) -> !hector.value<dst, [8]>
+}
+
+// -----
+
+hector.layer @l {
+  %g = hector.input "g" : !hector.value<node, [8]>
+  // expected-error @+1 {{'hector.aggregate_grad' op the gradient of a max needs the aggregated input}}
+  %0 = hector.aggregate_grad max %g by dst : (!hector.value<node, [8]>) -> !hector.value<edge, [8]>
+}
+
+// -----
+
+hector.layer @l {
+  %g = hector.input "g" : !hector.value<node, [8]>
+  // expected-error @+1 {{'hector.aggregate_grad' op input must be indexed by edges (src, dst, edge, unique_*), got node}}
+  %0 = hector.aggregate_grad max %g, %g by dst : (!hector.value<node, [8]>, !hector.value<node, [8]>) -> !hector.value<edge, [8]>
+}
+
+// -----
+
+hector.layer @l {
+  %g = hector.input "g" : !hector.value<node, [8]>
+  %e = hector.input "e" : !hector.value<edge, [4]>
+  // expected-error @+1 {{'hector.aggregate_grad' op input shape [4] must equal the grad shape [8]}}
+  %0 = hector.aggregate_grad max %g, %e by src : (!hector.value<node, [8]>, !hector.value<edge, [4]>) -> !hector.value<edge, [8]>
+}
+
+// -----
+
+hector.layer @l {
+  %g = hector.input "g" : !hector.value<node, [8]>
+  // expected-error @+1 {{'hector.aggregate_grad' op result type must be '!hector.value<src, [8]>', got '!hector.value<dst, [8]>'}}
+  %0 = hector.aggregate_grad mean %g by src : (!hector.value<node, [8]>) -> !hector.value<dst, [8]>
+}
+
+// -----
+
+hector.layer @l {
+  %g = hector.input "g" : !hector.value<node, [8]>
+  %x = hector.input "x" : !hector.value<edge, [8]>
+  // expected-error @+1 {{'hector.gelu_grad' op operands have incompatible index spaces: lhs is node, rhs is edge}}
+  %0 = hector.gelu_grad %g, %x : !hector.value<node, [8]>, !hector.value<edge, [8]> -> !hector.value<edge, [8]>
+}
+
+// -----
+
+hector.layer @l {
+  %g = hector.input "g" : !hector.value<node, [8]>
+  // expected-error @+1 {{'hector.leaky_relu_grad' op result type must be '!hector.value<node, [8]>', got '!hector.value<node, [4]>'}}
+  %0 = hector.leaky_relu_grad %g, %g slope 0.0 : !hector.value<node, [8]>, !hector.value<node, [8]> -> !hector.value<node, [4]>
+}
+
+// -----
+
+hector.layer @l {
+  %x = hector.input "x" : !hector.value<node, [4h]>
+  // expected-error @+1 {{'hector.narrow' op input needs a last dimension that is not the head dimension, got [4h]}}
+  %0 = hector.narrow %x offset 0 : !hector.value<node, [4h]> -> !hector.value<node, [2h]>
+}
+
+// -----
+
+hector.layer @l {
+  %x = hector.input "x" : !hector.value<node, [8]>
+  // expected-error @+1 {{'hector.narrow' op result '!hector.value<edge, [4]>' must equal the input '!hector.value<node, [8]>' in all but the last dimension}}
+  %0 = hector.narrow %x offset 0 : !hector.value<node, [8]> -> !hector.value<edge, [4]>
+}
+
+// -----
+
+hector.layer @l {
+  %x = hector.input "x" : !hector.value<node, [8]>
+  // expected-error @+1 {{'hector.narrow' op columns [6, 10) are out of range for a last dimension of 8}}
+  %0 = hector.narrow %x offset 6 : !hector.value<node, [8]> -> !hector.value<node, [4]>
+}
+
+// -----
+
+hector.layer @l {
+  %g = hector.weight "g" zeros : !hector.weight<relation, [16, 16]>
+  %V = hector.weight "V" glorot : !hector.weight<none, [4, 16, 16]>
+  // expected-error @+1 {{'hector.weight_matmul_grad' op grad type must be '!hector.weight<none, [16, 16]>', got '!hector.weight<relation, [16, 16]>'}}
+  %0 = hector.weight_matmul_grad lhs %g, %V : !hector.weight<relation, [16, 16]>, !hector.weight<none, [4, 16, 16]> -> !hector.weight<none, [4]>
+}
+
+// -----
+
+hector.layer @l {
+  %g = hector.weight "g" zeros : !hector.weight<relation, [16, 16]>
+  %a = hector.weight "a" glorot : !hector.weight<relation, [4]>
+  // expected-error @+1 {{'hector.weight_matmul_grad' op lhs last dimension 4 must equal rhs first dimension 3}}
+  %0 = hector.weight_matmul_grad rhs %g, %a : !hector.weight<relation, [16, 16]>, !hector.weight<relation, [4]> -> !hector.weight<none, [3, 16, 16]>
+}
+
+// -----
+
+hector.layer @l {
+  %a = hector.weight "a" zeros : !hector.weight<relation, [16]>
+  %b = hector.weight "b" zeros : !hector.weight<none, [16]>
+  // expected-error @+1 {{'hector.weight_add' op requires the same type for all operands and results}}
+  %0 = "hector.weight_add"(%a, %b) : (!hector.weight<relation, [16]>, !hector.weight<none, [16]>) -> !hector.weight<relation, [16]>
 }

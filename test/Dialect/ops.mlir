@@ -210,3 +210,50 @@ hector.layer @kernels {
   }
   hector.output "r" %r : !hector.value<node, [4h, 8]>
 }
+
+// CHECK-LABEL: hector.layer @backward
+hector.layer @backward {
+  // CHECK: hector.input "saved.0" : !hector.value<src, [16]>
+  %s = hector.input "saved.0" : !hector.value<src, [16]>
+  %u = hector.input "saved.1" : !hector.value<unique_dst, [16]>
+  %g = hector.input "grad.h" : !hector.value<node, [16]>
+  %ge = hector.input "grad.e" : !hector.value<edge, [4h, 16]>
+  %x = hector.input "x" : !hector.value<node, [64]>
+  %W = hector.weight "W" glorot : !hector.weight<relation, [64, 4h, 16]>
+  %c = hector.weight "comp" glorot : !hector.weight<relation, [4]>
+  %V = hector.weight "V" glorot : !hector.weight<none, [4, 16, 16]>
+  %dW0 = hector.weight "dW0" zeros : !hector.weight<relation, [16, 16]>
+  // CHECK: hector.linear %grad.e, %W transposed : !hector.value<edge, [4h, 16]>, !hector.weight<relation, [64, 4h, 16]> -> !hector.value<edge, [64]>
+  %dx = hector.linear %ge, %W transposed : !hector.value<edge, [4h, 16]>, !hector.weight<relation, [64, 4h, 16]> -> !hector.value<edge, [64]>
+  // CHECK: hector.weight_grad %{{.*}}, %grad.e : !hector.value<dst, [64]>, !hector.value<edge, [4h, 16]> -> !hector.weight<relation, [64, 4h, 16]>
+  %xd = hector.dst %x : !hector.value<node, [64]> -> !hector.value<dst, [64]>
+  %dW = hector.weight_grad %xd, %ge : !hector.value<dst, [64]>, !hector.value<edge, [4h, 16]> -> !hector.weight<relation, [64, 4h, 16]>
+  // CHECK: hector.reduce %grad.e : !hector.value<edge, [4h, 16]> -> !hector.weight<relation, [4h]>
+  %da = hector.reduce %ge : !hector.value<edge, [4h, 16]> -> !hector.weight<relation, [4h]>
+  // CHECK: hector.reduce %saved.0 : !hector.value<src, [16]> -> !hector.value<unique_src, [16]>
+  %r1 = hector.reduce %s : !hector.value<src, [16]> -> !hector.value<unique_src, [16]>
+  // CHECK: hector.reduce %saved.1 : !hector.value<unique_dst, [16]> -> !hector.value<node, [16]>
+  %r2 = hector.reduce %u : !hector.value<unique_dst, [16]> -> !hector.value<node, [16]>
+  // CHECK: hector.reduce %grad.h : !hector.value<node, [16]> -> !hector.value<ntype, []>
+  %r3 = hector.reduce %g : !hector.value<node, [16]> -> !hector.value<ntype, []>
+  // CHECK: hector.reduce %saved.0 : !hector.value<src, [16]> -> !hector.value<edge, [16]>
+  %r4 = hector.reduce %s : !hector.value<src, [16]> -> !hector.value<edge, [16]>
+  // CHECK: hector.aggregate_grad mean %grad.h by dst : (!hector.value<node, [16]>) -> !hector.value<dst, [16]>
+  %m = hector.aggregate_grad mean %g by dst : (!hector.value<node, [16]>) -> !hector.value<dst, [16]>
+  // CHECK: hector.aggregate_grad max %grad.h, %saved.0 by src : (!hector.value<node, [16]>, !hector.value<src, [16]>) -> !hector.value<edge, [16]>
+  %mx = hector.aggregate_grad max %g, %s by src : (!hector.value<node, [16]>, !hector.value<src, [16]>) -> !hector.value<edge, [16]>
+  // CHECK: hector.leaky_relu_grad %{{.*}}, %saved.0 slope 2.000000e-01 : !hector.value<edge, [16]>, !hector.value<src, [16]> -> !hector.value<edge, [16]>
+  %lr = hector.leaky_relu_grad %mx, %s slope 0.2 : !hector.value<edge, [16]>, !hector.value<src, [16]> -> !hector.value<edge, [16]>
+  // CHECK: hector.gelu_grad %grad.h, %grad.h : !hector.value<node, [16]>, !hector.value<node, [16]> -> !hector.value<node, [16]>
+  %gg = hector.gelu_grad %g, %g : !hector.value<node, [16]>, !hector.value<node, [16]> -> !hector.value<node, [16]>
+  // CHECK: hector.narrow %grad.h offset 4 : !hector.value<node, [16]> -> !hector.value<node, [8]>
+  %n = hector.narrow %g offset 4 : !hector.value<node, [16]> -> !hector.value<node, [8]>
+  // CHECK: hector.weight_matmul_grad lhs %dW0, %V : !hector.weight<relation, [16, 16]>, !hector.weight<none, [4, 16, 16]> -> !hector.weight<relation, [4]>
+  %dc = hector.weight_matmul_grad lhs %dW0, %V : !hector.weight<relation, [16, 16]>, !hector.weight<none, [4, 16, 16]> -> !hector.weight<relation, [4]>
+  // CHECK: hector.weight_matmul_grad rhs %dW0, %comp : !hector.weight<relation, [16, 16]>, !hector.weight<relation, [4]> -> !hector.weight<none, [4, 16, 16]>
+  %dV = hector.weight_matmul_grad rhs %dW0, %c : !hector.weight<relation, [16, 16]>, !hector.weight<relation, [4]> -> !hector.weight<none, [4, 16, 16]>
+  // CHECK: hector.weight_add %{{.*}}, %{{.*}} : !hector.weight<relation, [64, 4h, 16]>
+  %dW2 = hector.weight_add %dW, %dW : !hector.weight<relation, [64, 4h, 16]>
+  // CHECK: hector.output "grad.W" %{{.*}} : !hector.weight<relation, [64, 4h, 16]>
+  hector.output "grad.W" %dW2 : !hector.weight<relation, [64, 4h, 16]>
+}

@@ -78,6 +78,9 @@ struct Instr {
   AggregateKind aggregate = AggregateKind::Sum;
   int64_t heads = 0;            ///< SplitHeads
   SourceLoc loc;                ///< where the user wrote it
+  /// The name the user gave the value this instr defines (`edge z = ...;` names its root instr
+  /// `z`; sub-layer values are prefixed like their weights), or empty. A naming hint only.
+  std::string valueName;
 };
 
 /// A layer after sema: parameters bound, sub-layers inlined, SSA order.

@@ -60,7 +60,8 @@ def Hector_InputOp : Hector_Op<"input", [
   let summary = "a named run-time input of a layer";
   let description = [{
     Node features or edge data passed to the layer at run time. The result is indexed by nodes
-    or by edges.
+    or by edges (`node`, `edge`; a backward layer's saved activations may also be `src`, `dst`,
+    `unique_src` or `unique_dst`).
 
     Example:
 
@@ -99,15 +100,17 @@ def Hector_WeightOp : Hector_Op<"weight", [
 def Hector_OutputOp : Hector_Op<"output", [HasParent<"LayerOp">]> {
   let summary = "a named result of a layer";
   let description = [{
-    Marks a value as a result of the layer under the given name.
+    Marks a value as a result of the layer under the given name. A weight-typed result is the
+    gradient of a weight (in a backward layer).
 
     Example:
 
     ```mlir
     hector.output "h" %h : !hector.value<node, [16]>
+    hector.output "grad.W" %dW : !hector.weight<relation, [64, 16]>
     ```
   }];
-  let arguments = (ins StrAttr:$name, Hector_ValueType:$value);
+  let arguments = (ins StrAttr:$name, AnyTypeOf<[Hector_ValueType, Hector_WeightType]>:$value);
   let assemblyFormat = "$name $value attr-dict `:` qualified(type($value))";
   let hasVerifier = 1;
 }
@@ -226,18 +229,26 @@ def Hector_LinearOp : Hector_Op<"linear", [Pure]> {
     A relation-sliced linear of `src`, `dst` or `edge` rows is `edge`-indexed; of `unique_*` rows
     stays in that space; an ntype-sliced one is `node`; an unsliced one keeps the input's space.
 
+    `transposed` multiplies by the transpose of the slice instead (the input gradient of a
+    linear): `[m...] . [k, m...]^T -> [k]`, per head `[Hh, m...] . [Hh, k, m...]^T -> [Hh, k]`;
+    the spaces are as above.
+
     Example:
 
     ```mlir
     %z = hector.linear %hs, %W : !hector.value<src, [64]>, !hector.weight<relation, [64, 4h, 16]>
            -> !hector.value<edge, [4h, 16]>
+    %dx = hector.linear %dz, %W transposed
+            : !hector.value<edge, [4h, 16]>, !hector.weight<relation, [64, 4h, 16]>
+            -> !hector.value<edge, [64]>
     ```
   }];
-  let arguments = (ins Hector_ValueType:$input, Hector_WeightType:$weight);
+  let arguments = (ins Hector_ValueType:$input, Hector_WeightType:$weight,
+                       UnitAttr:$transposed);
   let results = (outs Hector_ValueType:$result);
   let assemblyFormat = [{
-    $input `,` $weight attr-dict `:` qualified(type($input)) `,` qualified(type($weight))
-      `->` qualified(type($result))
+    $input `,` $weight (`transposed` $transposed^)? attr-dict
+      `:` qualified(type($input)) `,` qualified(type($weight)) `->` qualified(type($result))
   }];
   let hasVerifier = 1;
 }
@@ -272,7 +283,8 @@ def Hector_WeightGradOp : Hector_Op<"weight_grad", [Pure]> {
   let description = [{
     The backward of `hector.linear`: for every slice of the result weight, the sum over the rows
     that select it of the outer product of the input row and the output-gradient row. `grad` must
-    have exactly the type of `hector.linear %input, W` for a weight `W` of the result type.
+    have the type of `hector.linear %input, W` for a weight `W` of the result type, except that
+    rows per edge may be in any of `src`, `dst` and `edge`.
 
     Example:
 
@@ -505,6 +517,189 @@ def Hector_MergeHeadsOp : Hector_ConvertOp<"merge_heads", Hector_ValueType, Hect
     %m = hector.merge_heads %x : !hector.value<node, [4h, 16]> -> !hector.value<node, [64]>
     ```
   }];
+}
+
+//===----------------------------------------------------------------------===//
+// Backward (produced by hector-autodiff)
+//===----------------------------------------------------------------------===//
+
+def Hector_ReduceOp : Hector_Op<"reduce", [Pure]> {
+  let summary = "sum rows into a coarser index space (the adjoint of broadcasting and slicing)";
+  let description = [{
+    Sums every row of the input into the row of the result space it belongs to, and sums away
+    the trailing dimensions the result shape lacks (the result shape is a prefix of the input
+    shape, head dimension included). Where the rows belong:
+
+    | input                                | result       | rows summed per result row       |
+    |--------------------------------------|--------------|----------------------------------|
+    | any                                  | same space   | none (only trailing dims summed) |
+    | `src`, `dst`                         | `edge`       | none (forgets the edge end)      |
+    | any                                  | `none`       | all rows                         |
+    | `node`                               | `ntype`      | the nodes of each type           |
+    | `src`, `dst`, `edge`, `unique_*`     | `relation`   | the rows of each relation        |
+    | `src`, `dst`, `edge`                 | `unique_src`/`unique_dst` | the edges of each unique pair |
+    | `unique_src` / `unique_dst`          | `node`       | the pairs of each source / destination node |
+
+    A weight result `!hector.weight<S, D>` is the value result `sliceSpace(S)` retyped as the
+    weight (the adjoint of `hector.slice`).
+
+    Example:
+
+    ```mlir
+    %da = hector.reduce %g : !hector.value<edge, [4h, 16]> -> !hector.weight<relation, [4h]>
+    ```
+  }];
+  let arguments = (ins Hector_ValueType:$input);
+  let results = (outs AnyTypeOf<[Hector_ValueType, Hector_WeightType]>:$result);
+  let assemblyFormat = [{
+    $input attr-dict `:` qualified(type($input)) `->` qualified(type($result))
+  }];
+  let hasVerifier = 1;
+}
+
+def Hector_AggregateGradOp : Hector_Op<"aggregate_grad", [Pure, Hector_TraversalBody]> {
+  let summary = "gradient of a mean or max aggregation with respect to its edge rows";
+  let description = [{
+    Given the gradient `grad` of `y = aggregate KIND x by END` (node rows), the gradient with
+    respect to x per edge e with node n = END(e):
+
+    - `mean`: `grad[n] / deg_END(n)` (no operand `x`); the result is `src`/`dst` (it depends on
+      the node only).
+    - `max`: `grad[n]` on the first edge of n, in the order of n's CSR (incoming edges for
+      `by dst`, outgoing for `by src`), whose row element equals the maximum, 0 on every other
+      edge, per element; `x` is the aggregated input (its maximum is recomputed). The result is
+      `edge`.
+
+    The gradient of a sum is `hector.src`/`hector.dst` of `grad`.
+
+    Example:
+
+    ```mlir
+    %de = hector.aggregate_grad max %dy, %e by dst
+            : (!hector.value<node, [16]>, !hector.value<edge, [16]>) -> !hector.value<edge, [16]>
+    ```
+  }];
+  let arguments = (ins Hector_AggregateKindAttr:$kind, Hector_ValueType:$grad,
+                       Optional<Hector_ValueType>:$input, Hector_EdgeEndAttr:$by);
+  let results = (outs Hector_ValueType:$result);
+  let assemblyFormat = [{
+    $kind $grad (`,` $input^)? `by` $by attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+/// Gradient of an elementwise activation: `grad * f'(input)`, with space join and prefix
+/// broadcasting as the binary elementwise ops.
+class Hector_ActivationGradOp<string mnemonic, string what, dag extraArgs, string extraFormat>
+    : Hector_Op<mnemonic, [Pure, Hector_TraversalBody]> {
+  let arguments = !con((ins Hector_ValueType:$grad, Hector_ValueType:$input), extraArgs);
+  let results = (outs Hector_ValueType:$result);
+  let assemblyFormat = "$grad `,` $input " # extraFormat # [{ attr-dict `:`
+    qualified(type($grad)) `,` qualified(type($input)) `->` qualified(type($result))
+  }];
+  let hasVerifier = 1;
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::verify() {
+      return ::hector::verifyElementwiseBinary(*this);
+    }
+  }];
+  let summary = "gradient of " # what;
+}
+
+def Hector_LeakyReluGradOp : Hector_ActivationGradOp<"leaky_relu_grad", "leaky ReLU and ReLU",
+    (ins F64Attr:$slope), "`slope` $slope"> {
+  let description = [{
+    `grad` where `input > 0`, `slope * grad` elsewhere (ReLU: slope 0; at 0 the derivative is
+    `slope`, as in PyTorch).
+
+    Example:
+
+    ```mlir
+    %dx = hector.leaky_relu_grad %dy, %x slope 2.000000e-01
+            : !hector.value<edge, [4h]>, !hector.value<edge, [4h]> -> !hector.value<edge, [4h]>
+    ```
+  }];
+}
+
+def Hector_GeluGradOp : Hector_ActivationGradOp<"gelu_grad", "exact (erf-based) GELU", (ins), ""> {
+  let description = [{
+    `grad * (Phi(input) + input * phi(input))`, with `Phi(x) = (1 + erf(x / sqrt(2))) / 2` and
+    `phi(x) = exp(-x^2 / 2) / sqrt(2 pi)`.
+
+    Example:
+
+    ```mlir
+    %dx = hector.gelu_grad %dy, %x
+            : !hector.value<node, [64]>, !hector.value<node, [64]> -> !hector.value<node, [64]>
+    ```
+  }];
+}
+
+def Hector_NarrowOp : Hector_Op<"narrow", [Pure, Hector_TraversalBody]> {
+  let summary = "a range of the last dimension (the adjoint of concat)";
+  let description = [{
+    Takes the columns `[offset, offset + m)` of the last dimension of every row, where `m` is the
+    result's last dimension; all other dimensions and the space are unchanged. The last
+    dimension cannot be the head dimension.
+
+    Example:
+
+    ```mlir
+    %b = hector.narrow %c offset 16 : !hector.value<node, [24]> -> !hector.value<node, [8]>
+    ```
+  }];
+  let arguments = (ins Hector_ValueType:$input, I64Attr:$offset);
+  let results = (outs Hector_ValueType:$result);
+  let assemblyFormat = [{
+    $input `offset` $offset attr-dict `:` qualified(type($input)) `->` qualified(type($result))
+  }];
+  let hasVerifier = 1;
+}
+
+def Hector_WeightMatmulGradOp : Hector_Op<"weight_matmul_grad", [Pure]> {
+  let summary = "gradient of a weight-by-weight product with respect to one operand";
+  let description = [{
+    For `C = weight_matmul A, B` (A `[a..., k]`, B `[k, b...]`, C `[a..., b...]`) and the
+    gradient `grad` of C:
+
+    - `lhs` (`other` is B): `dA[a..., k] = sum_{b...} grad[a..., b...] B[k, b...]`
+    - `rhs` (`other` is A): `dB[k, b...] = sum_{a...} A[a..., k] grad[a..., b...]`
+
+    slice by slice; where the result is unsliced but `grad` is sliced, the slices' products are
+    summed. The result type must be such that the forward product of it and `other` (in
+    operand order) has `grad`'s type.
+
+    Example:
+
+    ```mlir
+    %dcomp = hector.weight_matmul_grad lhs %dW, %V
+               : !hector.weight<relation, [16, 16]>, !hector.weight<none, [4, 16, 16]>
+               -> !hector.weight<relation, [4]>
+    ```
+  }];
+  let arguments = (ins UnitAttr:$rhs, Hector_WeightType:$grad, Hector_WeightType:$other);
+  let results = (outs Hector_WeightType:$result);
+  let assemblyFormat = [{
+    (`rhs` $rhs^) : (`lhs`)? $grad `,` $other attr-dict
+      `:` qualified(type($grad)) `,` qualified(type($other)) `->` qualified(type($result))
+  }];
+  let hasVerifier = 1;
+}
+
+def Hector_WeightAddOp : Hector_Op<"weight_add", [Pure, SameOperandsAndResultType]> {
+  let summary = "sum of two weights of the same type (accumulates weight gradients)";
+  let description = [{
+    Slice by slice sum of two weights of one type.
+
+    Example:
+
+    ```mlir
+    %dW = hector.weight_add %dW0, %dW1 : !hector.weight<relation, [64, 16]>
+    ```
+  }];
+  let arguments = (ins Hector_WeightType:$lhs, Hector_WeightType:$rhs);
+  let results = (outs Hector_WeightType:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` qualified(type($result))";
 }
 
 //===----------------------------------------------------------------------===//
