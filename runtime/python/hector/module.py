@@ -1,7 +1,7 @@
 """Loading a library built by ``hectorc`` as ``torch.nn.Module`` classes.
 
-``hector.load("model.so")`` loads the library (its operators register under ``torch.ops.hector_L``
-for every layer ``L``, docs/architecture.md "The emitted library and its ABI"), reads each layer's
+``hector.load("model.so")`` loads the library (its operators register under one torch operator
+namespace per layer, docs/architecture.md "The emitted library and its ABI"), reads each layer's
 manifest and returns a module class for the entry layer (``load(path, layer=...)`` picks another;
 :func:`load_all` returns every layer's class).
 
@@ -55,6 +55,7 @@ def _load_library(path) -> dict[str, dict]:
             if manifest.get("format") != 1:
                 raise RuntimeError(f"hector.load: {path}: unsupported manifest format "
                                    f"{manifest.get('format')!r}")
+            manifest["namespace"] = ns
             manifests[manifest["layer"]] = manifest
         _libraries[key] = manifests
     return _libraries[key]
@@ -86,7 +87,7 @@ def _init_weight(param: torch.Tensor, kind: str, slice_dims: list[int]) -> None:
 
 class CompiledLayer(torch.nn.Module):
     """Base class of the module classes :func:`load` returns. Subclasses carry ``manifest`` and
-    ``_op`` (the layer's ``torch.ops.hector_L`` namespace)."""
+    ``_op`` (the layer's torch operator namespace)."""
 
     manifest: dict = {}
     _op = None
@@ -153,7 +154,7 @@ class CompiledLayer(torch.nn.Module):
 
 def _make_class(manifest: dict) -> type:
     layer = manifest["layer"]
-    op = getattr(torch.ops, f"hector_{layer}")
+    op = getattr(torch.ops, manifest["namespace"])
     doc = (f"The compiled layer '{layer}'. Inputs: "
            + ", ".join(f"{i['name']} ({i['space']}{i['dims']})" for i in manifest["inputs"])
            + ". Outputs: " + ", ".join(o["name"] for o in manifest["outputs"]) + ".")
