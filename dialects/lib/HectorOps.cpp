@@ -328,6 +328,40 @@ LogicalResult WeightMatmulOp::verify() {
   return checkResultType(*this, *expected, getResult().getType());
 }
 
+/// The slicing of a weight product of `lhs` and `rhs`: at most one sliced, or both the same way.
+static FailureOr<Slicing> productSlicing(Operation *op, WeightType lhs, WeightType rhs) {
+  Slicing slicing = lhs.getSlicing();
+  if (rhs.getSlicing() == Slicing::None)
+    return slicing;
+  if (slicing != Slicing::None && slicing != rhs.getSlicing())
+    return op->emitOpError() << "operands must not be sliced differently, got lhs "
+                             << stringifySlicing(slicing) << " and rhs "
+                             << stringifySlicing(rhs.getSlicing());
+  return rhs.getSlicing();
+}
+
+LogicalResult WeightDotOp::verify() {
+  WeightType lhs = getLhs().getType(), rhs = getRhs().getType();
+  FailureOr<Slicing> slicing = productSlicing(*this, lhs, rhs);
+  if (failed(slicing))
+    return failure();
+  RowShape a = lhs.getShape(), b = rhs.getShape();
+  if (b.rank() < 1)
+    return emitOpError("rhs needs at least one dimension to contract");
+  if (b.isHead(b.rank() - 1))
+    return emitOpError() << "cannot contract a head dimension, got rhs " << formatShape(b);
+  int64_t prefix = a.rank() - b.rank();
+  bool suffix = prefix >= 0 && a.dims.drop_front(prefix) == b.dims &&
+                (b.hasHeads() ? a.headAxis == prefix + b.headAxis
+                              : a.headAxis < prefix);
+  if (!suffix)
+    return emitOpError() << "rhs shape " << formatShape(b) << " must be a suffix of the lhs shape "
+                         << formatShape(a);
+  RowShape shape{a.dims.drop_back(), a.headAxis};
+  return checkResultType(*this, WeightType::get(getContext(), *slicing, shape),
+                         getResult().getType());
+}
+
 LogicalResult WeightGradOp::verify() {
   // grad must be what a linear of the input and a weight of the result type produces, except
   // that rows per edge may be in any of the per-edge spaces (src, dst, edge).

@@ -29,7 +29,7 @@ def compile_model(tmp_path_factory):
         if key not in cache:
             out = tmp_path_factory.mktemp("models") / f"{example}.so"
             cmd = [str(BUILD / "bin" / "hectorc"), str(REPO / "examples" / f"{example}.hector"),
-                   "-o", str(out)]
+                   "--target=cpu", "-o", str(out)]
             for p in params:
                 cmd += ["-P", p]
             r = subprocess.run(cmd, capture_output=True, text=True)

@@ -9,7 +9,9 @@
 #include "hector/Compiler/MLIRGen.h"
 #include "hector/Dialect/HectorDialect.h"
 #include "hector/Dialect/HectorOps.h"
+#include "hector/Emit/Emitter.h"
 #include "hector/Frontend/Frontend.h"
+#include "hector/Transforms/Passes.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -24,6 +26,8 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/Program.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -31,6 +35,9 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <thread>
+
+#include <unistd.h>
 
 using namespace mlir;
 
@@ -97,6 +104,204 @@ int writeOutput(ModuleOp module, llvm::StringRef path) {
   return 0;
 }
 
+
+/// Writes `text` (from `print`) to `path` ("-": stdout), atomically for a file.
+int writeText(llvm::StringRef path, llvm::function_ref<LogicalResult(llvm::raw_ostream &)> print) {
+  if (path == "-") {
+    if (failed(print(llvm::outs())))
+      return 1;
+    llvm::outs().flush();
+    return 0;
+  }
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  if (failed(print(os)))
+    return 1;
+  int fd;
+  llvm::SmallString<256> temp;
+  if (std::error_code ec = llvm::sys::fs::createUniqueFile(path + ".tmp-%%%%%%%%", fd, temp))
+    return fail("cannot create '" + path + "': " + ec.message());
+  {
+    llvm::raw_fd_ostream file(fd, /*shouldClose=*/true);
+    file << text;
+    file.close();
+    if (file.has_error()) {
+      std::string message = file.error().message();
+      file.clear_error();
+      llvm::sys::fs::remove(temp);
+      return fail("cannot write '" + path + "': " + message);
+    }
+  }
+  if (std::error_code ec = llvm::sys::fs::rename(temp, path)) {
+    llvm::sys::fs::remove(temp);
+    return fail("cannot write '" + path + "': " + ec.message());
+  }
+  return 0;
+}
+
+/// A directory removed (with its contents) when this object dies, unless released.
+struct TempDir {
+  std::string path;
+  ~TempDir() {
+    if (!path.empty())
+      llvm::sys::fs::remove_directories(path);
+  }
+};
+
+/// The build configuration hectorc was configured with (see compiler/lib/Compiler/CMakeLists.txt),
+/// with the environment's overrides.
+std::string configured(const char *env, const char *fallback) {
+  if (std::optional<std::string> value = llvm::sys::Process::GetEnv(env))
+    if (!value->empty())
+      return *value;
+  return fallback;
+}
+
+/// Writes the package of `module` into a new temporary directory beside `dir` and renames it
+/// to `dir` (which must not exist or be empty).
+int writePackageDir(ModuleOp module, const EmitOptions &emitOptions, llvm::StringRef dir) {
+  if (dir == "-")
+    return fail("--emit=package needs an output directory: -o DIR");
+  bool exists = llvm::sys::fs::exists(dir);
+  if (exists) {
+    if (!llvm::sys::fs::is_directory(dir))
+      return fail("'" + dir + "' exists and is not a directory");
+    std::error_code ec;
+    llvm::sys::fs::directory_iterator it(dir, ec);
+    if (ec)
+      return fail("cannot read '" + dir + "': " + ec.message());
+    if (it != llvm::sys::fs::directory_iterator())
+      return fail("'" + dir + "' is not empty; the package needs a new or empty directory");
+  }
+  llvm::SmallString<256> temp;
+  llvm::SmallString<256> model(dir);
+  model += ".tmp-%%%%%%";
+  if (std::error_code ec = llvm::sys::fs::createUniqueDirectory(model, temp))
+    return fail("cannot create a directory beside '" + dir + "': " + ec.message());
+  // createUniqueDirectory appends its own suffix to the model; keep the result.
+  TempDir guard{std::string(temp)};
+  if (failed(writePackage(module, emitOptions,
+                          configured("HECTOR_TEMPLATES_DIR", HECTOR_DEFAULT_TEMPLATES_DIR),
+                          HECTOR_DEFAULT_RUNTIME_INCLUDE_DIR, temp)))
+    return 1;
+  if (exists)
+    llvm::sys::fs::remove(dir);
+  if (std::error_code ec = llvm::sys::fs::rename(temp, dir))
+    return fail("cannot move the package to '" + dir + "': " + ec.message());
+  guard.path.clear();
+  return 0;
+}
+
+/// Runs `program args...` with its output appended to `log`; an error message on failure.
+std::optional<std::string> runTool(llvm::StringRef program, llvm::ArrayRef<std::string> args,
+                                   llvm::StringRef log) {
+  llvm::SmallVector<llvm::StringRef> argv = {program};
+  for (const std::string &arg : args)
+    argv.push_back(arg);
+  std::optional<llvm::StringRef> redirects[] = {std::nullopt, log, log};
+  std::string message;
+  int rc = llvm::sys::ExecuteAndWait(program, argv, std::nullopt, redirects, 0, 0, &message);
+  if (rc == 0)
+    return std::nullopt;
+  std::string text = (program + " failed").str();
+  if (!message.empty())
+    text += ": " + message;
+  // The last lines of the log say why.
+  if (auto buffer = llvm::MemoryBuffer::getFile(log)) {
+    llvm::StringRef all = (*buffer)->getBuffer();
+    size_t keep = std::min<size_t>(all.size(), 6000);
+    text += "\n" + all.take_back(keep).str();
+  }
+  return text;
+}
+
+/// Emits the package into a temporary directory, builds it with CMake and moves the library
+/// to `output`. Nothing is left behind on failure.
+int buildLibrary(ModuleOp module, const EmitOptions &emitOptions, llvm::StringRef output) {
+  if (output == "-")
+    return fail("building a library needs an output file: -o FILE.so");
+  std::string cmake = configured("HECTOR_CMAKE", HECTOR_CMAKE_COMMAND);
+  std::string cxx = configured("HECTOR_CXX_COMPILER", HECTOR_CXX_COMPILER_PATH);
+  if (cmake.empty() || !llvm::sys::fs::can_execute(cmake))
+    return fail("cmake not found ('" + cmake + "'); set HECTOR_CMAKE to a cmake executable");
+  if (cxx.empty() || !llvm::sys::fs::can_execute(cxx))
+    return fail("no C++ compiler ('" + cxx + "'); set HECTOR_CXX_COMPILER to one");
+  std::string runtimeDir = configured("HECTOR_RUNTIME_DIR", HECTOR_DEFAULT_RUNTIME_DIR);
+  llvm::SmallString<256> runtimeLib(runtimeDir);
+  llvm::sys::path::append(runtimeLib, "lib", "libhector_runtime.so");
+  if (runtimeDir.empty() || !llvm::sys::fs::exists(runtimeLib))
+    return fail("the hector runtime was not found ('" + runtimeLib +
+                "'); build it (tools/bootstrap.sh) or set HECTOR_RUNTIME_DIR to its build "
+                "directory");
+
+  llvm::SmallString<256> tempRoot;
+  if (std::error_code ec = llvm::sys::fs::createUniqueDirectory("hectorc-build", tempRoot))
+    return fail("cannot create a temporary directory: " + ec.message());
+  TempDir guard{std::string(tempRoot)};
+  llvm::SmallString<256> source(tempRoot), build(tempRoot), log(tempRoot);
+  llvm::sys::path::append(source, "package");
+  llvm::sys::path::append(build, "build");
+  llvm::sys::path::append(log, "build.log");
+  if (std::error_code ec = llvm::sys::fs::create_directory(source))
+    return fail("cannot create '" + source + "': " + ec.message());
+  if (failed(writePackage(module, emitOptions,
+                          configured("HECTOR_TEMPLATES_DIR", HECTOR_DEFAULT_TEMPLATES_DIR),
+                          HECTOR_DEFAULT_RUNTIME_INCLUDE_DIR, source)))
+    return 1;
+
+  // LibTorch: HECTOR_TORCH_DIR, or the torch wheel of the configured python.
+  std::string torchDir = configured("HECTOR_TORCH_DIR", "");
+  if (torchDir.empty()) {
+    llvm::SmallString<256> prefixFile(tempRoot);
+    llvm::sys::path::append(prefixFile, "torch_prefix.txt");
+    std::string python = HECTOR_PYTHON_PATH;
+    std::optional<llvm::StringRef> redirects[] = {std::nullopt, llvm::StringRef(prefixFile),
+                                                  llvm::StringRef(prefixFile)};
+    llvm::StringRef argv[] = {python, "-c",
+                              "import torch.utils; print(torch.utils.cmake_prefix_path)"};
+    int rc = python.empty() ? -1
+                            : llvm::sys::ExecuteAndWait(python, argv, std::nullopt, redirects);
+    auto buffer = llvm::MemoryBuffer::getFile(prefixFile);
+    if (rc != 0 || !buffer)
+      return fail("LibTorch not found: set HECTOR_TORCH_DIR to LibTorch's cmake directory "
+                  "(share/cmake/Torch), or install torch for '" +
+                  python + "'");
+    torchDir = ((*buffer)->getBuffer().trim() + "/Torch").str();
+  }
+  std::string name = *libraryNameOf(module, emitOptions);
+  std::vector<std::string> configure = {
+      "-S", std::string(source), "-B", std::string(build), "-DCMAKE_BUILD_TYPE=Release",
+      "-DCMAKE_CXX_COMPILER=" + cxx, "-DTorch_DIR=" + torchDir,
+      "-DHECTOR_RUNTIME_DIR=" + runtimeDir,
+      std::string("-DHECTOR_ENABLE_CUDA=") + (emitOptions.cuda ? "ON" : "OFF")};
+  std::string nvcc = configured("HECTOR_CUDA_COMPILER", HECTOR_CUDA_COMPILER_PATH);
+  if (emitOptions.cuda && !nvcc.empty())
+    configure.push_back("-DCMAKE_CUDA_COMPILER=" + nvcc);
+  if (std::optional<std::string> error = runTool(cmake, configure, log))
+    return fail("configuring the generated package failed: " + *error);
+  unsigned jobs = std::max(1u, std::thread::hardware_concurrency());
+  if (std::optional<std::string> error =
+          runTool(cmake, {"--build", std::string(build), "--parallel", std::to_string(jobs)}, log))
+    return fail("building the generated package failed: " + *error);
+
+  llvm::SmallString<256> built(build);
+  llvm::sys::path::append(built, "lib" + name + ".so");
+  llvm::SmallString<256> temp;
+  int fd;
+  if (std::error_code ec = llvm::sys::fs::createUniqueFile(output + ".tmp-%%%%%%%%", fd, temp))
+    return fail("cannot create '" + output + "': " + ec.message());
+  ::close(fd);
+  if (std::error_code ec = llvm::sys::fs::copy_file(built, temp)) {
+    llvm::sys::fs::remove(temp);
+    return fail("cannot write '" + output + "': " + ec.message());
+  }
+  if (std::error_code ec = llvm::sys::fs::rename(temp, output)) {
+    llvm::sys::fs::remove(temp);
+    return fail("cannot write '" + output + "': " + ec.message());
+  }
+  return 0;
+}
+
 } // namespace
 
 void registerCompilerCLOptions() {
@@ -108,12 +313,20 @@ void registerCompilerCLOptions() {
 
 int runCompiler(const CompilerOptions &options) {
   // Validate the options before touching the input.
-  if (options.emit == "lowered" || options.emit == "cpp" || options.emit == "cuda" ||
-      options.emit == "package")
-    return fail("--emit=" + options.emit + " is not yet available (only --emit=hector is)");
-  if (options.emit != "hector")
-    return fail("unknown --emit kind '" + options.emit +
-                "' (expected hector, lowered, cpp, cuda or package)");
+  std::string emit = options.emit;
+  if (emit.empty())
+    emit = llvm::StringRef(options.outputFile).ends_with(".so") ? "library" : "hector";
+  if (emit != "hector" && emit != "lowered" && emit != "cpp" && emit != "cuda" &&
+      emit != "package" && emit != "library")
+    return fail("unknown --emit kind '" + emit +
+                "' (expected hector, lowered, cpp, cuda, package or library)");
+  if (!options.target.empty() && options.target != "cpu" && options.target != "cuda")
+    return fail("unknown --target '" + options.target + "' (expected cpu or cuda)");
+  EmitOptions emitOptions;
+  emitOptions.cuda = options.target.empty() ? HECTOR_HAVE_CUDA : options.target == "cuda";
+  emitOptions.entry = options.entry;
+  if (emit == "cuda" && !emitOptions.cuda)
+    return fail("--emit=cuda with --target=cpu: there are no CUDA sources to print");
   std::string kind = options.inputKind;
   if (kind.empty())
     kind = llvm::sys::path::extension(options.inputFile) == ".mlir" ? "mlir" : "hector";
@@ -166,14 +379,30 @@ int runCompiler(const CompilerOptions &options) {
     }
   }
 
+  if (emit == "hector")
+    return writeOutput(*module, options.outputFile);
+
   PassManager pm(&context, ModuleOp::getOperationName());
   if (failed(applyPassManagerCLOptions(pm)))
     return 1;
   applyDefaultTimingPassManagerCLOptions(pm);
+  PipelineOptions pipelineOptions;
+  buildHectorPipeline(pm, pipelineOptions);
   if (failed(pm.run(*module)))
     return 1;
-
-  return writeOutput(*module, options.outputFile);
+  if (emit == "lowered")
+    return writeOutput(*module, options.outputFile);
+  if (failed(selectEntryLayer(*module, emitOptions.entry)))
+    return 1;
+  if (emit == "cpp")
+    return writeText(options.outputFile,
+                     [&](llvm::raw_ostream &os) { return emitCpp(*module, emitOptions, os); });
+  if (emit == "cuda")
+    return writeText(options.outputFile,
+                     [&](llvm::raw_ostream &os) { return emitCuda(*module, emitOptions, os); });
+  if (emit == "package")
+    return writePackageDir(*module, emitOptions, options.outputFile);
+  return buildLibrary(*module, emitOptions, options.outputFile);
 }
 
 } // namespace hector

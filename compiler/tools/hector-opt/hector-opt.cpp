@@ -1,9 +1,12 @@
 //===- hector-opt.cpp - The Hector optimizer driver -------------*- C++ -*-===//
 //
-// mlir-opt for the Hector dialect: parses, verifies, runs passes and prints Hector IR.
+// mlir-opt for the Hector dialect: parses, verifies, runs passes (the Hector passes, the
+// `hector-pipeline` that hectorc runs, and the generic ones) and prints Hector IR.
 //
 //===----------------------------------------------------------------------===//
+#include "hector/Autodiff/Passes.h"
 #include "hector/Dialect/HectorDialect.h"
+#include "hector/Transforms/Passes.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
@@ -13,6 +16,8 @@ int main(int argc, char **argv) {
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
   mlir::registerSymbolDCEPass();
+  hector::registerHectorPasses();
+  hector::registerHectorAutodiffPasses();
 
   mlir::DialectRegistry registry;
   registry.insert<hector::HectorDialect>();

@@ -29,9 +29,16 @@ int main(int argc, char **argv) {
   app.add_option("-x", options.inputKind, "Input language: hector or mlir (default: by extension)")
       ->check(CLI::IsMember({"hector", "mlir"}));
   app.add_option("--emit", options.emit,
-                 "What to produce: hector (lowered, cpp, cuda, package: "
-                 "not yet available)");
-  app.add_option("-o", options.outputFile, "Output file ('-' for stdout; written atomically)");
+                 "What to produce: hector (the dialect), lowered (kernel-level IR), cpp, cuda "
+                 "(sources), package (a source package in -o DIR), library (build -o FILE.so; "
+                 "the default when -o ends in .so)");
+  app.add_option("-o", options.outputFile,
+                 "Output file or package directory ('-' for stdout; written atomically)");
+  app.add_option("--target", options.target,
+                 "Kernels to build: cpu, or cuda (CPU and CUDA; the default when hectorc "
+                 "was configured with a CUDA compiler)");
+  app.add_option("--entry", options.entry,
+                 "The layer that names the library and manifest.json (default: the last)");
   app.add_option("-P,--param", options.paramOverrides,
                  "Override a parameter default: NAME=VALUE (repeatable)")
       ->allow_extra_args(false);

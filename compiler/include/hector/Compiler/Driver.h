@@ -19,11 +19,19 @@ struct CompilerOptions {
   /// The input language: "hector" (model language), "mlir" (Hector dialect text), or empty to
   /// choose by extension (`.mlir` is dialect text, anything else the model language).
   std::string inputKind;
-  /// What to produce: "hector" (the Hector dialect as generated). "lowered", "cpp", "cuda" and
-  /// "package" are reserved for the later stages of the pipeline.
-  std::string emit = "hector";
-  /// The output file, or "-" for standard output. A file is written atomically.
+  /// What to produce: "hector" (the Hector dialect as generated), "lowered" (the kernel-level
+  /// IR), "cpp" / "cuda" (the generated sources), "package" (a source package in the directory
+  /// `outputFile`) or "library" (the built shared library `outputFile`). Empty: "library" when
+  /// `outputFile` ends in ".so", "hector" otherwise.
+  std::string emit;
+  /// The output file (or package directory), or "-" for standard output. Files are written
+  /// atomically; a package or library appears complete or not at all.
   std::string outputFile = "-";
+  /// "cpu" (CPU kernels only), "cuda" (CPU and CUDA kernels), or empty: CUDA kernels whenever
+  /// hectorc was configured with a CUDA compiler.
+  std::string target;
+  /// The layer that names the library and whose manifest is manifest.json; empty: the last.
+  std::string entry;
   /// `NAME=VALUE` parameter overrides, as given on the command line.
   std::vector<std::string> paramOverrides;
 };

@@ -278,6 +278,33 @@ def Hector_WeightMatmulOp : Hector_Op<"weight_matmul", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Hector_WeightDotOp : Hector_Op<"weight_dot", [Pure]> {
+  let summary = "weight-by-vector inner product over the last dimension, per head";
+  let description = [{
+    Contracts the last dimension of `lhs` with the last dimension of `rhs`, slice by slice,
+    where `rhs`'s shape `[s..., d]` is a suffix of `lhs`'s shape `[p..., s..., d]` (head
+    dimension included): `result[p..., s...] = sum_d lhs[p..., s..., d] * rhs[s..., d]`. The
+    dimensions `s...` (a head dimension among them) are matched, not contracted; the contracted
+    dimension cannot be a head dimension. Slicing as `hector.weight_matmul`. Introduced by
+    linear-operator reordering: `dot(a_r, x W_r) = x (W_r a_r)` for a per-head `W_r`
+    (`[in, Hh, d]` with `a_r` `[Hh, d]` gives `[in, Hh]`).
+
+    Example:
+
+    ```mlir
+    %P = hector.weight_dot %W, %a : !hector.weight<relation, [64, 4h, 16]>,
+           !hector.weight<relation, [4h, 16]> -> !hector.weight<relation, [64, 4h]>
+    ```
+  }];
+  let arguments = (ins Hector_WeightType:$lhs, Hector_WeightType:$rhs);
+  let results = (outs Hector_WeightType:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` qualified(type($lhs)) `,` qualified(type($rhs))
+      `->` qualified(type($result))
+  }];
+  let hasVerifier = 1;
+}
+
 def Hector_WeightGradOp : Hector_Op<"weight_grad", [Pure]> {
   let summary = "weight gradient of a linear: per-slice reduction of x^T dy";
   let description = [{

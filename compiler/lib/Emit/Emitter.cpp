@@ -1,0 +1,1184 @@
+//===- Emitter.cpp - Kernel-level Hector IR to C++/CUDA sources -----------===//
+//
+// Walks the kernel-level IR and prints: the traversal bodies as functors, the GEMM instances
+// as problems of the segmented GEMM template, the host glue (validation, edge permutation,
+// kernel calls, TORCH_LIBRARY registration), the CUDA kernels and the manifest. Read-only.
+//
+//===----------------------------------------------------------------------===//
+#include "hector/Emit/Emitter.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Support/xxhash.h"
+
+#include <nlohmann/json.hpp>
+
+#include <functional>
+#include <map>
+#include <string>
+
+using namespace mlir;
+
+namespace hector {
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Spellings
+//===----------------------------------------------------------------------===//
+
+int64_t numElements(ArrayRef<int64_t> dims) {
+  int64_t n = 1;
+  for (int64_t d : dims)
+    n *= d;
+  return n;
+}
+
+/// A C++ identifier for a name of the model (layer, input, weight): other characters become '_'.
+std::string identifier(StringRef name) {
+  std::string out;
+  for (char c : name)
+    out.push_back(llvm::isAlnum(c) ? c : '_');
+  if (out.empty() || llvm::isDigit(out.front()))
+    out.insert(out.begin(), '_');
+  return out;
+}
+
+/// A C++ string literal.
+std::string quoted(StringRef text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\')
+      out.push_back('\\');
+    out.push_back(c);
+  }
+  return out + "\"";
+}
+
+/// A floating-point literal that round-trips.
+std::string literal(double value) { return llvm::formatv("{0:e16}", value).str(); }
+
+/// Rows of a table in `space`, as an expression on the hector::Graph `graph` of the glue.
+std::string graphRows(Space space) {
+  switch (space) {
+  case Space::Node:
+    return "graph.numNodes()";
+  case Space::Src:
+  case Space::Dst:
+  case Space::Edge:
+    return "graph.numEdges()";
+  case Space::UniqueSrc:
+    return "graph.numUniqueSrc()";
+  case Space::UniqueDst:
+    return "graph.numUniqueDst()";
+  case Space::Relation:
+    return "graph.numRelations()";
+  case Space::NType:
+    return "graph.numNtypes()";
+  case Space::None:
+    return "1";
+  }
+  llvm_unreachable("unknown space");
+}
+
+/// The leading dimension of a weight of the given slicing (glue expression; empty for none).
+std::string sliceCount(Slicing slicing) {
+  switch (slicing) {
+  case Slicing::Relation:
+    return "graph.numRelations()";
+  case Slicing::NType:
+    return "graph.numNtypes()";
+  case Slicing::None:
+    return "";
+  }
+  llvm_unreachable("unknown slicing");
+}
+
+/// `{rows, d0, d1, ...}` for at::empty.
+std::string shapeList(StringRef rows, ArrayRef<int64_t> dims) {
+  std::string out = "{";
+  if (!rows.empty())
+    out += rows.str();
+  for (int64_t d : dims) {
+    if (out.size() > 1)
+      out += ", ";
+    out += std::to_string(d);
+  }
+  return out + "}";
+}
+
+//===----------------------------------------------------------------------===//
+// Layer plan: the top-level ops in order, tensor names, kernel names
+//===----------------------------------------------------------------------===//
+
+/// The configuration of one instance of the segmented GEMM template.
+struct GemmConfig {
+  int64_t heads = 1, k = 0, n = 0;
+  bool transposeB = false;
+  int64_t strideB = 0;
+  /// GraphView expressions (on `g`).
+  std::string numSegments, segOffsets, numRows, gather = "nullptr";
+  std::string scatterMode = "kStore", scatter = "nullptr", numOutRows = "0";
+  std::string scatterPtr = "nullptr", scatterRows = "nullptr";
+  /// Weight products read their segment offsets and gather from the kernel's aux arrays.
+  bool weightProduct = false;
+};
+
+struct Kernel {
+  Operation *op;
+  std::string name;
+};
+
+struct LayerPlan {
+  LayerOp layer;
+  /// The layer's C++ and operator-namespace identifier: its name and a hash of its kernel-level IR,
+  /// so that one layer compiled with other parameters loads into the same process.
+  std::string id;
+  /// Whether this is the library's entry layer (`--entry`, default: the last layer).
+  bool entry = false;
+  SmallVector<InputOp> inputs;
+  SmallVector<WeightOp> weights;
+  SmallVector<OutputOp> outputs;
+  SmallVector<Kernel> kernels;
+  /// The glue's tensor variable of every top-level value.
+  llvm::DenseMap<Value, std::string> tensors;
+};
+
+/// The GEMM configuration of `op`, or an error at its location.
+FailureOr<GemmConfig> gemmConfig(GemmOp op) {
+  GemmConfig c;
+  auto a = op.getA().getType();
+  WeightType b = op.getB().getType();
+  RowShape w = b.getShape();
+  c.transposeB = op.getTransposeB();
+  if (w.headAxis == 0) {
+    c.heads = w.dims[0];
+    int64_t rest = numElements(w.dims.drop_front(2));
+    c.k = c.transposeB ? rest : w.dims[1];
+    c.n = c.transposeB ? w.dims[1] : rest;
+  } else {
+    int64_t rest = numElements(w.dims.drop_front(1));
+    c.k = c.transposeB ? rest : w.dims[0];
+    c.n = c.transposeB ? w.dims[0] : rest;
+  }
+  c.strideB = b.getSlicing() == Slicing::None ? 0 : numElements(w.dims);
+
+  // The rows the GEMM iterates over.
+  Space rows = a.getSpace();
+  switch (op.getGather()) {
+  case GemmGather::None:
+    break;
+  case GemmGather::Src:
+    rows = Space::Src;
+    c.gather = "g.sortedSrc";
+    break;
+  case GemmGather::Dst:
+    rows = Space::Dst;
+    c.gather = "g.sortedDst";
+    break;
+  case GemmGather::UniqueSrc:
+    rows = Space::UniqueSrc;
+    c.gather = "g.uniqueSrc";
+    break;
+  case GemmGather::UniqueDst:
+    rows = Space::UniqueDst;
+    c.gather = "g.uniqueDst";
+    break;
+  }
+  bool unique = rows == Space::UniqueSrc || rows == Space::UniqueDst;
+  std::string uniqueSide = rows == Space::UniqueSrc ? "Src" : "Dst";
+  switch (op.getSegment()) {
+  case Slicing::Relation:
+    c.numSegments = "g.numRelations";
+    c.segOffsets = unique ? "g.unique" + uniqueSide + "Ptr" : "g.relPtr";
+    c.numRows = unique ? "g.numUnique" + uniqueSide : "g.numEdges";
+    break;
+  case Slicing::NType:
+    // Nodes grouped by type through the type permutation, stored back in node order.
+    c.numSegments = "g.numNtypes";
+    c.segOffsets = "g.ntypePtr";
+    c.numRows = "g.numNodes";
+    c.gather = "g.ntypePerm";
+    c.scatterMode = "kStoreIndex";
+    c.scatter = "g.ntypePerm";
+    c.numOutRows = "g.numNodes";
+    break;
+  case Slicing::None:
+    c.numSegments = "1";
+    if (rows == Space::Node) {
+      c.segOffsets = "g.nodeRange";
+      c.numRows = "g.numNodes";
+    } else if (unique) {
+      c.segOffsets = "g.unique" + uniqueSide + "Range";
+      c.numRows = "g.numUnique" + uniqueSide;
+    } else if (isEdgeIndexed(rows)) {
+      c.segOffsets = "g.edgeRange";
+      c.numRows = "g.numEdges";
+    } else {
+      return op.emitError() << "cannot emit a GEMM over rows indexed by "
+                            << stringifySpace(rows);
+    }
+    break;
+  }
+  switch (op.getScatter()) {
+  case GemmScatter::Store:
+    break;
+  case GemmScatter::AccumulateDst:
+    c.scatterMode = "kAccumulateIndex";
+    c.scatter = "g.sortedDst";
+    c.numOutRows = "g.numNodes";
+    c.scatterPtr = "g.inPtr";
+    c.scatterRows = "g.inEid";
+    break;
+  case GemmScatter::AccumulateSrc:
+    c.scatterMode = "kAccumulateIndex";
+    c.scatter = "g.sortedSrc";
+    c.numOutRows = "g.numNodes";
+    c.scatterPtr = "g.outPtr";
+    c.scatterRows = "g.outEid";
+    break;
+  case GemmScatter::AccumulateUnique:
+    return op.emitError("the emitter has no kernel for scatter accumulate_unique (the "
+                        "lowering does not produce it)");
+  }
+  return c;
+}
+
+/// The GEMM configuration of a weight product: per slice `C_s = A_s x B_s`, A_s viewed as
+/// [M, K], B_s as [K, N] (row-major weights, any head dimension included).
+GemmConfig weightProductConfig(WeightMatmulOp op) {
+  GemmConfig c;
+  c.weightProduct = true;
+  RowShape lhs = op.getLhs().getType().getShape(), rhs = op.getRhs().getType().getShape();
+  c.k = lhs.dims.back();
+  c.n = numElements(rhs.dims.drop_front());
+  bool rhsSliced = op.getRhs().getType().getSlicing() != Slicing::None;
+  c.strideB = rhsSliced ? c.k * c.n : 0;
+  return c;
+}
+
+int passesOf(TraversalOp op);
+
+std::string kernelName(LayerPlan &plan, size_t index, Operation *op) {
+  std::string base = plan.id + "_k" + std::to_string(index) + "_";
+  if (auto gemm = dyn_cast<GemmOp>(op)) {
+    FailureOr<GemmConfig> c = gemmConfig(gemm);
+    std::string name = base + "gemm_" + stringifySlicing(gemm.getSegment()).str() + "_g" +
+                       stringifyGemmGather(gemm.getGather()).str() + "_s" +
+                       stringifyGemmScatter(gemm.getScatter()).str();
+    if (gemm.getTransposeB())
+      name += "_tb";
+    if (succeeded(c))
+      name += "_h" + std::to_string(c->heads) + "_k" + std::to_string(c->k) + "_n" +
+              std::to_string(c->n);
+    return name;
+  }
+  if (auto matmul = dyn_cast<WeightMatmulOp>(op)) {
+    GemmConfig c = weightProductConfig(matmul);
+    RowShape lhs = matmul.getLhs().getType().getShape();
+    return base + "wgemm_" + stringifySlicing(matmul.getLhs().getType().getSlicing()).str() +
+           "_" + stringifySlicing(matmul.getRhs().getType().getSlicing()).str() + "_m" +
+           std::to_string(numElements(lhs.dims.drop_back())) + "_k" + std::to_string(c.k) +
+           "_n" + std::to_string(c.n);
+  }
+  auto traversal = cast<TraversalOp>(op);
+  return base + stringifyTraversalKind(traversal.getKind()).str() + "_traversal_p" +
+         std::to_string(passesOf(traversal)) + "_r" + std::to_string(traversal.getNumResults());
+}
+
+/// Checks that a traversal's body is printable.
+LogicalResult checkTraversal(TraversalOp op) {
+  for (Operation &inner : op.getBodyRegion().front().without_terminator()) {
+    if (isa<SoftmaxOp>(inner))
+      return inner.emitError("hector.softmax must be decomposed before emission (the pipeline "
+                             "runs --hector-decompose-softmax)");
+    if (isa<AggregateOp>(inner) && op.getKind() == TraversalKind::Edge)
+      return inner.emitError("an edge traversal cannot reduce into nodes");
+  }
+  for (Type type : op.getResultTypes()) {
+    Space space = cast<ValueType>(type).getSpace();
+    bool edge = isEdgeIndexed(space) && space != Space::UniqueSrc && space != Space::UniqueDst;
+    if (op.getKind() == TraversalKind::Edge ? !edge : space != Space::Node)
+      return op.emitError() << "cannot emit a " << stringifyTraversalKind(op.getKind())
+                            << " traversal with a result indexed by " << stringifySpace(space);
+  }
+  return success();
+}
+
+FailureOr<LayerPlan> planLayer(LayerOp layer) {
+  LayerPlan plan;
+  plan.layer = layer;
+  std::string text;
+  llvm::raw_string_ostream textStream(text);
+  layer->print(textStream, OpPrintingFlags().printGenericOpForm());
+  plan.id = identifier(layer.getSymName()) + "_" +
+            llvm::utohexstr(llvm::xxh3_64bits(text), /*LowerCase=*/true).substr(0, 8);
+  for (Operation &op : layer.getBodyRegion().front()) {
+    if (auto input = dyn_cast<InputOp>(op)) {
+      plan.tensors[input.getResult()] = "in" + std::to_string(plan.inputs.size());
+      plan.inputs.push_back(input);
+    } else if (auto weight = dyn_cast<WeightOp>(op)) {
+      plan.tensors[weight.getResult()] = "w" + std::to_string(plan.weights.size());
+      plan.weights.push_back(weight);
+    } else if (auto slice = dyn_cast<SliceOp>(op)) {
+      plan.tensors[slice.getResult()] = plan.tensors.lookup(slice.getInput());
+    } else if (auto output = dyn_cast<OutputOp>(op)) {
+      Space space = cast<ValueType>(output.getValue().getType()).getSpace();
+      if (space != Space::Node && space != Space::Edge && space != Space::Src &&
+          space != Space::Dst)
+        return output.emitError() << "cannot emit an output indexed by "
+                                  << stringifySpace(space);
+      plan.outputs.push_back(output);
+    } else if (isa<GemmOp, TraversalOp, WeightMatmulOp>(op)) {
+      if (auto gemm = dyn_cast<GemmOp>(op))
+        if (failed(gemmConfig(gemm)))
+          return failure();
+      if (auto traversal = dyn_cast<TraversalOp>(op))
+        if (failed(checkTraversal(traversal)))
+          return failure();
+      size_t index = plan.kernels.size();
+      for (auto [i, result] : llvm::enumerate(op.getResults()))
+        plan.tensors[result] = "t" + std::to_string(index) + "_" + std::to_string(i);
+      plan.kernels.push_back({&op, kernelName(plan, index, &op)});
+    } else {
+      return op.emitError() << "'" << op.getName()
+                            << "' is not a kernel-level op: lower the layer first "
+                               "(--emit=lowered shows the kernel-level IR)";
+    }
+  }
+  return plan;
+}
+
+FailureOr<std::vector<LayerPlan>> planModule(ModuleOp module, StringRef entryName) {
+  std::vector<LayerPlan> plans;
+  for (LayerOp layer : module.getOps<LayerOp>()) {
+    FailureOr<LayerPlan> plan = planLayer(layer);
+    if (failed(plan))
+      return failure();
+    plans.push_back(std::move(*plan));
+  }
+  if (plans.empty())
+    return module.emitError("the module holds no hector.layer to emit");
+  FailureOr<LayerOp> entry = selectEntryLayer(module, entryName);
+  if (failed(entry))
+    return failure();
+  for (LayerPlan &plan : plans)
+    plan.entry = plan.layer == *entry;
+  return plans;
+}
+
+//===----------------------------------------------------------------------===//
+// Traversal bodies as functors
+//===----------------------------------------------------------------------===//
+
+/// Prints the functor of one traversal: every body value becomes a row array (or a pointer
+/// into a table) of compile-time length, computed once per scope.
+class FunctorPrinter {
+public:
+  FunctorPrinter(TraversalOp op, StringRef name, llvm::raw_ostream &os)
+      : op(op), name(name), os(os), body(op.getBodyRegion().front()) {
+    nodeKind = op.getKind() == TraversalKind::Node;
+    for (Operation &inner : body)
+      if (auto agg = dyn_cast<AggregateOp>(inner)) {
+        aggregateIndex[agg] = aggregates.size();
+        aggregates.push_back(agg);
+        by = agg.getBy();
+      }
+    for (AggregateOp agg : aggregates)
+      numPasses = std::max(numPasses, passOf(agg) + 1);
+  }
+
+  /// Passes over the edges of each node (node traversals).
+  int passes() const { return numPasses; }
+  EdgeEnd reducesBy() const { return by; }
+
+  LogicalResult print() {
+    os << "template <typename T> struct " << name << "_f {\n";
+    for (unsigned i = 0; i < op.getInputs().size(); ++i)
+      os << "  const T *in" << i << ";\n";
+    for (unsigned i = 0; i < op.getNumResults(); ++i)
+      os << "  T *out" << i << ";\n";
+    os << "  const std::int64_t *etype, *ntype, *uinvSrc, *uinvDst;\n";
+    return nodeKind ? printNode() : printEdge();
+  }
+
+private:
+  TraversalOp op;
+  StringRef name;
+  llvm::raw_ostream &os;
+  Block &body;
+  bool nodeKind;
+  EdgeEnd by = EdgeEnd::Dst;
+  SmallVector<AggregateOp> aggregates;
+  llvm::DenseMap<Operation *, unsigned> aggregateIndex;
+  llvm::DenseMap<Operation *, int> passMemo;
+  int numPasses = 0;
+
+  // The current scope: memoised values, node variables, emitted text.
+  std::map<std::pair<const void *, std::string>, std::string> memo;
+  std::string srcVar, dstVar, indent;
+  /// The aggregates of passes before this one are finished (their state is readable).
+  int readablePasses = 0;
+  unsigned counter = 0;
+  bool failedScope = false;
+
+  /// 1 + the latest pass of the aggregates `agg`'s operand depends on (0 when none).
+  int passOf(AggregateOp agg) {
+    auto it = passMemo.find(agg);
+    if (it != passMemo.end())
+      return it->second;
+    int pass = 0;
+    llvm::DenseSet<Value> seen;
+    std::function<void(Value)> walk = [&](Value v) {
+      if (!seen.insert(v).second)
+        return;
+      Operation *def = v.getDefiningOp();
+      if (!def)
+        return;
+      if (auto dep = dyn_cast<AggregateOp>(def)) {
+        pass = std::max(pass, passOf(dep) + 1);
+        return;
+      }
+      for (Value operand : def->getOperands())
+        walk(operand);
+    };
+    walk(agg.getInput());
+    passMemo[agg] = pass;
+    return pass;
+  }
+
+  void beginScope(std::string src, std::string dst, std::string ind, int readable) {
+    memo.clear();
+    srcVar = std::move(src);
+    dstVar = std::move(dst);
+    indent = std::move(ind);
+    readablePasses = readable;
+  }
+
+  std::string fresh() { return "v" + std::to_string(counter++); }
+
+  static int64_t sizeOf(Value v) { return numElements(cast<ValueType>(v.getType()).getDims()); }
+
+  /// The row expression of a table in `space` read at context `ctx` (a node variable, or "e").
+  std::string rowOf(Space space, const std::string &ctx) {
+    switch (space) {
+    case Space::Node:
+      return ctx;
+    case Space::NType:
+      return "ntype[" + ctx + "]";
+    case Space::Src:
+    case Space::Dst:
+    case Space::Edge:
+      return "e";
+    case Space::Relation:
+      return "rel";
+    case Space::None:
+      return "0";
+    case Space::UniqueSrc:
+      return "uinvSrc[e]";
+    case Space::UniqueDst:
+      return "uinvDst[e]";
+    }
+    llvm_unreachable("unknown space");
+  }
+
+  /// A loop header over `n` elements.
+  std::string loop(int64_t n) {
+    return indent + "for (std::int64_t i = 0; i < " + std::to_string(n) + "; ++i)\n";
+  }
+
+  /// The name of an indexable array holding `v`'s row at context `ctx`, printing the code that
+  /// computes it into the current scope on first use.
+  std::string eval(Value v, const std::string &ctx) {
+    auto key = std::make_pair(v.getAsOpaquePointer(), ctx);
+    auto it = memo.find(key);
+    if (it != memo.end())
+      return it->second;
+    std::string result = compute(v, ctx);
+    memo[key] = result;
+    return result;
+  }
+
+  std::string compute(Value v, const std::string &ctx) {
+    int64_t n = sizeOf(v);
+    if (auto arg = dyn_cast<BlockArgument>(v)) {
+      std::string name = fresh();
+      Space space = cast<ValueType>(arg.getType()).getSpace();
+      os << indent << "const T *" << name << " = in" << arg.getArgNumber() << " + ("
+         << rowOf(space, ctx) << ") * " << n << ";\n";
+      return name;
+    }
+    Operation *def = v.getDefiningOp();
+    if (auto src = dyn_cast<SrcOp>(def))
+      return eval(src.getInput(), srcVar);
+    if (auto dst = dyn_cast<DstOp>(def))
+      return eval(dst.getInput(), dstVar);
+    if (auto expand = dyn_cast<UniqueExpandOp>(def))
+      return eval(expand.getInput(), "e");
+    if (isa<SplitHeadsOp, MergeHeadsOp>(def))
+      return eval(def->getOperand(0), ctx);
+    if (auto agg = dyn_cast<AggregateOp>(def)) {
+      if (ctx != "v" || passOf(agg) >= readablePasses) {
+        agg.emitError("this reduction is read where its value is not available in the "
+                      "traversal (it must be materialised by the lowering)");
+        failedScope = true;
+      }
+      return "s.g" + std::to_string(aggregateIndex.lookup(agg));
+    }
+    std::string name = fresh();
+    if (auto constant = dyn_cast<ConstantOp>(def)) {
+      os << indent << "const T " << name << "[1] = {T(" << literal(constant.getValue().convertToDouble())
+         << ")};\n";
+      return name;
+    }
+    os << indent << "T " << name << "[" << n << "];\n";
+    auto element = [&](Value operand, const std::string &array) {
+      int64_t m = sizeOf(operand);
+      if (m == n)
+        return array + "[i]";
+      return array + "[i / " + std::to_string(n / m) + "]";
+    };
+    if (isa<AddOp, SubOp, MulOp, DivOp>(def)) {
+      std::string a = eval(def->getOperand(0), ctx), b = eval(def->getOperand(1), ctx);
+      const char *sym = isa<AddOp>(def) ? " + " : isa<SubOp>(def) ? " - " : isa<MulOp>(def) ? " * " : " / ";
+      os << loop(n) << indent << "  " << name << "[i] = " << element(def->getOperand(0), a)
+         << sym << element(def->getOperand(1), b) << ";\n";
+      return name;
+    }
+    if (isa<NegOp, ExpOp, ReluOp, TanhOp, SigmoidOp, GeluOp, LeakyReluOp>(def)) {
+      std::string a = eval(def->getOperand(0), ctx);
+      std::string call;
+      if (isa<NegOp>(def))
+        call = "-" + a + "[i]";
+      else if (auto leaky = dyn_cast<LeakyReluOp>(def))
+        call = "::hector::emit::ops::leakyRelu<T>(" + a + "[i], T(" +
+               literal(leaky.getSlope().convertToDouble()) + "))";
+      else {
+        const char *fn = isa<ExpOp>(def)    ? "exp"
+                         : isa<ReluOp>(def) ? "relu"
+                         : isa<TanhOp>(def) ? "tanh"
+                         : isa<SigmoidOp>(def) ? "sigmoid"
+                                               : "gelu";
+        call = std::string("::hector::emit::ops::") + fn + "<T>(" + a + "[i])";
+      }
+      os << loop(n) << indent << "  " << name << "[i] = " << call << ";\n";
+      return name;
+    }
+    if (auto dot = dyn_cast<DotOp>(def)) {
+      std::string a = eval(dot.getLhs(), ctx), b = eval(dot.getRhs(), ctx);
+      int64_t d = cast<ValueType>(dot.getLhs().getType()).getDims().back();
+      os << loop(n) << indent << "{\n"
+         << indent << "  T acc = T(0);\n"
+         << indent << "  for (std::int64_t k = 0; k < " << d << "; ++k)\n"
+         << indent << "    acc += " << a << "[i * " << d << " + k] * " << b << "[i * " << d
+         << " + k];\n"
+         << indent << "  " << name << "[i] = acc;\n"
+         << indent << "}\n";
+      return name;
+    }
+    if (auto concat = dyn_cast<ConcatOp>(def)) {
+      int64_t last = cast<ValueType>(v.getType()).getDims().back();
+      int64_t rows = n / last, offset = 0;
+      for (Value input : concat.getInputs()) {
+        std::string a = eval(input, ctx);
+        int64_t width = cast<ValueType>(input.getType()).getDims().back();
+        os << indent << "for (std::int64_t r = 0; r < " << rows << "; ++r)\n"
+           << indent << "  for (std::int64_t c = 0; c < " << width << "; ++c)\n"
+           << indent << "    " << name << "[r * " << last << " + " << offset << " + c] = " << a
+           << "[r * " << width << " + c];\n";
+        offset += width;
+      }
+      return name;
+    }
+    def->emitError("cannot emit this op in a traversal body");
+    failedScope = true;
+    return name;
+  }
+
+  static std::string reduceOp(AggregateOp agg) {
+    const char *kind = agg.getKind() == AggregateKind::Sum    ? "kSum"
+                       : agg.getKind() == AggregateKind::Mean ? "kMean"
+                                                              : "kMax";
+    return std::string("::hector::tmpl::ReduceOp<::hector::tmpl::Reduce::") + kind + ", T>";
+  }
+
+  void writeResults(const std::string &row) {
+    auto yield = cast<YieldOp>(body.getTerminator());
+    for (auto [i, value] : llvm::enumerate(yield.getValues())) {
+      std::string a = eval(value, nodeKind ? "v" : "e");
+      int64_t n = sizeOf(value);
+      os << loop(n) << indent << "  out" << i << "[" << row << " * " << n << " + i] = " << a
+         << "[i];\n";
+    }
+  }
+
+  LogicalResult printEdge() {
+    os << "  HECTOR_HD void operator()(const ::hector::tmpl::EdgeRef &er) const {\n"
+       << "    const std::int64_t e = er.pos, src = er.src, dst = er.dst, rel = er.rel;\n"
+       << "    (void)src;\n    (void)dst;\n    (void)rel;\n";
+    beginScope("src", "dst", "    ", 0);
+    writeResults("e");
+    os << "  }\n};\n\n";
+    return failure(failedScope);
+  }
+
+  LogicalResult printNode() {
+    os << "  struct State {\n";
+    for (auto [i, agg] : llvm::enumerate(aggregates))
+      os << "    T g" << i << "[" << sizeOf(agg.getResult()) << "];\n";
+    os << "  };\n";
+    os << "  HECTOR_HD void begin(State &s, std::int64_t v) const {\n    (void)s;\n    (void)v;\n";
+    for (auto [i, agg] : llvm::enumerate(aggregates))
+      os << "    for (std::int64_t i = 0; i < " << sizeOf(agg.getResult()) << "; ++i)\n"
+         << "      s.g" << i << "[i] = " << reduceOp(agg) << "::identity();\n";
+    os << "  }\n";
+
+    bool bySrc = by == EdgeEnd::Src;
+    os << "  HECTOR_HD void edge(State &s, int pass, const ::hector::tmpl::CsrEdge &ce) const {\n"
+       << "    const std::int64_t e = ce.edge, v = ce.node, nbr = ce.nbr, rel = etype[e];\n"
+       << "    (void)s;\n    (void)pass;\n    (void)e;\n    (void)v;\n    (void)nbr;\n"
+       << "    (void)rel;\n";
+    for (int pass = 0; pass < numPasses; ++pass) {
+      os << "    if (pass == " << pass << ") {\n";
+      beginScope(bySrc ? "v" : "nbr", bySrc ? "nbr" : "v", "      ", pass);
+      for (auto [i, agg] : llvm::enumerate(aggregates)) {
+        if (passOf(agg) != pass)
+          continue;
+        std::string a = eval(agg.getInput(), "e");
+        os << loop(sizeOf(agg.getResult())) << indent << "  s.g" << i << "[i] = "
+           << reduceOp(agg) << "::combine(s.g" << i << "[i], " << a << "[i]);\n";
+      }
+      os << "    }\n";
+    }
+    os << "  }\n";
+
+    os << "  HECTOR_HD void endPass(State &s, int pass, std::int64_t v, std::int64_t degree) "
+          "const {\n    (void)s;\n    (void)pass;\n    (void)v;\n    (void)degree;\n";
+    for (auto [i, agg] : llvm::enumerate(aggregates))
+      os << "    if (pass == " << passOf(agg) << ")\n"
+         << "      for (std::int64_t i = 0; i < " << sizeOf(agg.getResult()) << "; ++i)\n"
+         << "        s.g" << i << "[i] = " << reduceOp(agg) << "::finish(s.g" << i
+         << "[i], degree);\n";
+    os << "  }\n";
+
+    os << "  HECTOR_HD void finish(const State &s, std::int64_t v, std::int64_t degree) const {\n"
+       << "    (void)s;\n    (void)degree;\n";
+    beginScope("", "", "    ", numPasses);
+    writeResults("v");
+    os << "  }\n};\n\n";
+    return failure(failedScope);
+  }
+};
+
+/// Passes over the edges of each node of a node traversal (0 for an edge traversal).
+int passesOf(TraversalOp op) { return FunctorPrinter(op, "", llvm::nulls()).passes(); }
+
+//===----------------------------------------------------------------------===//
+// Kernels (shared by the CPU and CUDA sources)
+//===----------------------------------------------------------------------===//
+
+const char *kKernelParams = "const ::hector::emit::GraphView &g, const T *const *in, "
+                            "T *const *out, const std::int64_t *const *aux";
+
+/// Prints `NAME_problem<T>(g, in, out, aux)`, building the GemmProblem of a GEMM kernel.
+void printProblem(const Kernel &kernel, const GemmConfig &c, llvm::raw_ostream &os) {
+  os << "template <typename T>\n::hector::tmpl::GemmProblem<T> " << kernel.name << "_problem("
+     << kKernelParams << ") {\n"
+     << "  (void)aux;\n"
+     << "  ::hector::tmpl::GemmProblem<T> p;\n";
+  if (c.weightProduct) {
+    auto matmul = cast<WeightMatmulOp>(kernel.op);
+    bool lhsSliced = matmul.getLhs().getType().getSlicing() != Slicing::None;
+    bool rhsSliced = matmul.getRhs().getType().getSlicing() != Slicing::None;
+    int64_t m = numElements(matmul.getLhs().getType().getDims().drop_back());
+    Slicing slicing = matmul.getResult().getType().getSlicing();
+    std::string slices = slicing == Slicing::Relation ? "g.numRelations"
+                         : slicing == Slicing::NType  ? "g.numNtypes"
+                                                      : "1";
+    os << "  p.numSegments = " << (rhsSliced ? slices : "1") << ";\n"
+       << "  p.segOffsets = aux[0];\n"
+       << "  p.numRows = " << ((lhsSliced || rhsSliced) ? slices : "1") << " * " << m << ";\n"
+       << "  p.gather = " << (rhsSliced && !lhsSliced ? "aux[1]" : "nullptr") << ";\n";
+  } else {
+    os << "  p.numSegments = " << c.numSegments << ";\n"
+       << "  p.segOffsets = " << c.segOffsets << ";\n"
+       << "  p.numRows = " << c.numRows << ";\n"
+       << "  p.gather = " << c.gather << ";\n";
+  }
+  os << "  p.K = " << c.k << ";\n  p.N = " << c.n << ";\n  p.heads = " << c.heads << ";\n"
+     << "  p.A = in[0];\n  p.lda = " << c.heads * c.k << ";\n"
+     << "  p.B = in[1];\n  p.strideB = " << c.strideB << ";\n"
+     << "  p.C = out[0];\n  p.ldc = " << c.heads * c.n << ";\n"
+     << "  p.scatter = " << c.scatter << ";\n  p.numOutRows = " << c.numOutRows << ";\n"
+     << "  p.scatterPtr = " << c.scatterPtr << ";\n  p.scatterRows = " << c.scatterRows
+     << ";\n  return p;\n}\n\n";
+}
+
+GemmConfig configOf(const Kernel &kernel) {
+  if (auto gemm = dyn_cast<GemmOp>(kernel.op))
+    return *gemmConfig(gemm);
+  return weightProductConfig(cast<WeightMatmulOp>(kernel.op));
+}
+
+std::string bop(const GemmConfig &c) {
+  return c.transposeB ? "::hector::tmpl::BOp::kTranspose" : "::hector::tmpl::BOp::kIdentity";
+}
+
+/// The pointer fields of a traversal functor, set from the uniform kernel arguments.
+void printFunctorSetup(const Kernel &kernel, llvm::raw_ostream &os) {
+  auto traversal = cast<TraversalOp>(kernel.op);
+  os << "  " << kernel.name << "_f<T> f;\n";
+  for (unsigned i = 0; i < traversal.getInputs().size(); ++i)
+    os << "  f.in" << i << " = in[" << i << "];\n";
+  for (unsigned i = 0; i < traversal.getNumResults(); ++i)
+    os << "  f.out" << i << " = out[" << i << "];\n";
+  os << "  f.etype = g.sortedEtype;\n  f.ntype = g.ntype;\n"
+     << "  f.uinvSrc = g.uniqueSrcInv;\n  f.uinvDst = g.uniqueDstInv;\n";
+}
+
+/// Prints the kernels of one layer for the CPU (`cuda` false) or CUDA.
+LogicalResult printKernels(LayerPlan &plan, bool cuda, llvm::raw_ostream &os) {
+  for (const Kernel &kernel : plan.kernels) {
+    os << "// " << kernel.name << "\n";
+    if (auto traversal = dyn_cast<TraversalOp>(kernel.op)) {
+      FunctorPrinter printer(traversal, kernel.name, os);
+      if (failed(printer.print()))
+        return failure();
+      bool edge = traversal.getKind() == TraversalKind::Edge;
+      std::string csr = printer.reducesBy() == EdgeEnd::Src ? "g.outCsr()" : "g.inCsr()";
+      if (!cuda) {
+        os << "template <typename T> void " << kernel.name << "(" << kKernelParams << ") {\n"
+           << "  (void)aux;\n";
+        printFunctorSetup(kernel, os);
+        if (edge)
+          os << "  ::hector::tmpl::cpu::edgeMap(g.sortedEdges(), f);\n}\n\n";
+        else
+          os << "  ::hector::emit::cpu::nodeTraversal<" << printer.passes() << ">(" << csr
+             << ", f);\n}\n\n";
+      } else {
+        os << "template <typename T> std::size_t " << kernel.name << "_workspace("
+           << kKernelParams << ") {\n  (void)g;\n  (void)in;\n  (void)out;\n  (void)aux;\n"
+           << "  return 0;\n}\n\n";
+        os << "template <typename T> cudaError_t " << kernel.name << "(" << kKernelParams
+           << ", void *, std::size_t, cudaStream_t stream) {\n  (void)aux;\n";
+        printFunctorSetup(kernel, os);
+        if (edge)
+          os << "  return ::hector::tmpl::gpu::launchEdgeMap(g.sortedEdges(), f, stream);\n}\n\n";
+        else
+          os << "  return ::hector::emit::gpu::launchNodeTraversal<" << printer.passes() << ">("
+             << csr << ", f, stream);\n}\n\n";
+      }
+      continue;
+    }
+    GemmConfig c = configOf(kernel);
+    printProblem(kernel, c, os);
+    std::string mode = "::hector::tmpl::Scatter::" + c.scatterMode;
+    if (!cuda) {
+      os << "template <typename T> void " << kernel.name << "(" << kKernelParams << ") {\n"
+         << "  ::hector::tmpl::cpu::segmentedGemm<T, " << bop(c) << ", " << mode << ">("
+         << kernel.name << "_problem<T>(g, in, out, aux));\n}\n\n";
+    } else {
+      os << "template <typename T> std::size_t " << kernel.name << "_workspace("
+         << kKernelParams << ") {\n"
+         << "  return ::hector::tmpl::gpu::segmentedGemmWorkspaceBytes<T, " << mode << ">("
+         << kernel.name << "_problem<T>(g, in, out, aux));\n}\n\n";
+      os << "template <typename T> cudaError_t " << kernel.name << "(" << kKernelParams
+         << ", void *workspace, std::size_t workspaceBytes, cudaStream_t stream) {\n"
+         << "  return ::hector::tmpl::gpu::launchSegmentedGemm<T, " << bop(c) << ", " << mode
+         << ">(" << kernel.name << "_problem<T>(g, in, out, aux), workspace, workspaceBytes, "
+         << "stream);\n}\n\n";
+    }
+  }
+  return success();
+}
+
+/// Prints the declarations (in model.cpp) or explicit instantiations (in model_cuda.cu) of a
+/// layer's CUDA kernels.
+void printCudaSignatures(LayerPlan &plan, bool instantiate, llvm::raw_ostream &os) {
+  auto print = [&](StringRef type) {
+    std::string t = type.str();
+    std::string params = "const ::hector::emit::GraphView &, const " + t + " *const *, " + t +
+                         " *const *, const std::int64_t *const *";
+    std::string prefix = instantiate ? "template " : "template <typename T> ";
+    std::string args = instantiate ? "<" + t + ">" : "";
+    for (const Kernel &kernel : plan.kernels)
+      os << prefix << "std::size_t " << kernel.name << "_workspace" << args << "(" << params
+         << ");\n"
+         << prefix << "cudaError_t " << kernel.name << args << "(" << params
+         << ", void *, std::size_t, cudaStream_t);\n";
+  };
+  if (instantiate) {
+    print("float");
+    print("double");
+  } else {
+    print("T");
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Manifest
+//===----------------------------------------------------------------------===//
+
+nlohmann::ordered_json shapeJson(RowShape shape) {
+  return nlohmann::ordered_json(std::vector<int64_t>(shape.dims.begin(), shape.dims.end()));
+}
+
+nlohmann::ordered_json manifestOf(LayerPlan &plan, bool cuda) {
+  using Json = nlohmann::ordered_json;
+  Json m;
+  m["format"] = 1;
+  m["layer"] = plan.layer.getSymName().str();
+  m["entry"] = plan.entry;
+  Json params = Json::object();
+  if (DictionaryAttr dict = plan.layer.getParamsAttr())
+    for (NamedAttribute attr : dict) {
+      if (auto i = dyn_cast<IntegerAttr>(attr.getValue()))
+        params[attr.getName().str()] = i.getInt();
+      else if (auto f = dyn_cast<FloatAttr>(attr.getValue()))
+        params[attr.getName().str()] = f.getValueAsDouble();
+    }
+  m["params"] = params;
+  m["inputs"] = Json::array();
+  for (InputOp input : plan.inputs) {
+    ValueType type = input.getResult().getType();
+    m["inputs"].push_back({{"name", input.getName().str()},
+                           {"space", stringifySpace(type.getSpace()).str()},
+                           {"dims", shapeJson(type.getShape())},
+                           {"head_axis", type.getHeadAxis()}});
+  }
+  m["weights"] = Json::array();
+  for (WeightOp weight : plan.weights) {
+    WeightType type = weight.getResult().getType();
+    m["weights"].push_back({{"name", weight.getName().str()},
+                            {"slicing", stringifySlicing(type.getSlicing()).str()},
+                            {"dims", shapeJson(type.getShape())},
+                            {"head_axis", type.getHeadAxis()},
+                            {"init", stringifyWeightInit(weight.getInit()).str()}});
+  }
+  m["outputs"] = Json::array();
+  for (OutputOp output : plan.outputs) {
+    auto type = cast<ValueType>(output.getValue().getType());
+    Space space = type.getSpace() == Space::Node ? Space::Node : Space::Edge;
+    m["outputs"].push_back({{"name", output.getName().str()},
+                            {"space", stringifySpace(space).str()},
+                            {"dims", shapeJson(type.getShape())},
+                            {"head_axis", type.getHeadAxis()}});
+  }
+  m["kernels"] = Json::array();
+  for (const Kernel &kernel : plan.kernels) {
+    Json k;
+    k["name"] = kernel.name;
+    if (auto traversal = dyn_cast<TraversalOp>(kernel.op)) {
+      FunctorPrinter printer(traversal, kernel.name, llvm::nulls());
+      k["template"] = "traversal";
+      k["kind"] = stringifyTraversalKind(traversal.getKind()).str();
+      k["passes"] = printer.passes();
+      k["results"] = traversal.getNumResults();
+    } else {
+      GemmConfig c = configOf(kernel);
+      k["template"] = "gemm";
+      if (auto gemm = dyn_cast<GemmOp>(kernel.op)) {
+        k["segment"] = stringifySlicing(gemm.getSegment()).str();
+        k["gather"] = stringifyGemmGather(gemm.getGather()).str();
+        k["scatter"] = stringifyGemmScatter(gemm.getScatter()).str();
+        k["transpose_b"] = gemm.getTransposeB();
+      } else {
+        k["operands"] = "weights";
+      }
+      k["heads"] = c.heads;
+      k["K"] = c.k;
+      k["N"] = c.n;
+    }
+    m["kernels"].push_back(k);
+  }
+  m["cuda"] = cuda;
+  return m;
+}
+
+//===----------------------------------------------------------------------===//
+// Host glue
+//===----------------------------------------------------------------------===//
+
+/// Prints the glue of one layer: validation, tensors, kernel calls, outputs, registration.
+void printGlue(LayerPlan &plan, bool cuda, llvm::raw_ostream &os) {
+  std::string op = "hector_" + plan.id;
+  std::string manifest = manifestOf(plan, cuda).dump(2);
+  os << "namespace " << op << " {\n\n";
+  os << "const char *const kManifest = R\"hectorjson(" << manifest << ")hectorjson\";\n\n";
+  os << "std::string manifest() { return kManifest; }\n\n";
+  if (cuda) {
+    os << "#ifdef HECTOR_WITH_CUDA\nnamespace cuda {\n";
+    printCudaSignatures(plan, /*instantiate=*/false, os);
+    os << "} // namespace cuda\n#endif\n\n";
+  }
+
+  // run<T>: the kernels in order.
+  os << "template <typename T>\n"
+     << "std::vector<at::Tensor> run(const ::hector::Graph &graph, at::TensorList inputs, "
+        "at::TensorList weights) {\n"
+     << "  const at::Device device = graph.device();\n"
+     << "  const bool onCuda = device.is_cuda();\n"
+     << "  (void)onCuda;\n"
+     << "  const auto opts = at::TensorOptions().dtype(c10::CppTypeToScalarType<T>::value)"
+        ".device(device);\n"
+     << "  const auto longOpts = at::TensorOptions().dtype(at::kLong).device(device);\n"
+     << "  (void)longOpts;\n"
+     << "  const at::Tensor ranges = ::hector::emit::graphRanges(graph);\n"
+     << "  const ::hector::emit::GraphView g = ::hector::emit::makeGraphView(graph, ranges);\n";
+  if (cuda)
+    os << "#ifdef HECTOR_WITH_CUDA\n"
+       << "  std::optional<c10::cuda::CUDAGuard> guard;\n"
+       << "  if (onCuda)\n    guard.emplace(device);\n"
+       << "  cudaStream_t stream = onCuda ? c10::cuda::getCurrentCUDAStream().stream() : "
+          "nullptr;\n"
+       << "#endif\n";
+  for (auto [i, input] : llvm::enumerate(plan.inputs)) {
+    bool edge = input.getResult().getType().getSpace() != Space::Node;
+    os << "  const at::Tensor in" << i << " = inputs[" << i << "]"
+       << (edge ? ".index_select(0, graph.edgePerm())" : "") << ".contiguous();\n";
+  }
+  for (auto [i, weight] : llvm::enumerate(plan.weights))
+    os << "  const at::Tensor w" << i << " = weights[" << i << "].contiguous();\n";
+
+  for (auto [index, kernel] : llvm::enumerate(plan.kernels)) {
+    Operation *kop = kernel.op;
+    SmallVector<std::string> ins, outs, aux;
+    for (Value operand : kop->getOperands())
+      ins.push_back(plan.tensors.lookup(operand));
+    for (Value result : kop->getResults()) {
+      std::string name = plan.tensors.lookup(result);
+      outs.push_back(name);
+      if (auto value = dyn_cast<ValueType>(result.getType())) {
+        bool accumulate = false;
+        if (auto gemm = dyn_cast<GemmOp>(kop))
+          accumulate = gemm.getScatter() != GemmScatter::Store;
+        os << "  const at::Tensor " << name << " = at::" << (accumulate ? "zeros" : "empty")
+           << "(" << shapeList(graphRows(value.getSpace()), value.getDims()) << ", opts);\n";
+      } else {
+        auto weight = cast<WeightType>(result.getType());
+        os << "  const at::Tensor " << name << " = at::empty("
+           << shapeList(sliceCount(weight.getSlicing()), weight.getDims()) << ", opts);\n";
+      }
+    }
+    if (auto matmul = dyn_cast<WeightMatmulOp>(kop)) {
+      // Segment offsets (and, for an unsliced lhs with a sliced rhs, the row gather).
+      bool lhsSliced = matmul.getLhs().getType().getSlicing() != Slicing::None;
+      bool rhsSliced = matmul.getRhs().getType().getSlicing() != Slicing::None;
+      int64_t m = numElements(matmul.getLhs().getType().getDims().drop_back());
+      std::string slices = sliceCount(matmul.getResult().getType().getSlicing());
+      if (slices.empty())
+        slices = "1";
+      std::string off = "aux" + std::to_string(index) + "_off";
+      if (rhsSliced)
+        os << "  const at::Tensor " << off << " = at::arange(0, " << slices << " + 1, longOpts) * "
+           << m << ";\n";
+      else
+        os << "  const at::Tensor " << off << " = at::arange(0, 2, longOpts) * ("
+           << (lhsSliced ? slices : "1") << " * " << m << ");\n";
+      aux.push_back(off);
+      if (rhsSliced && !lhsSliced) {
+        std::string gather = "aux" + std::to_string(index) + "_gather";
+        os << "  const at::Tensor " << gather << " = at::arange(0, " << slices << " * " << m
+           << ", longOpts).remainder(" << m << ");\n";
+        aux.push_back(gather);
+      }
+    }
+    os << "  {\n    const T *in_[] = {";
+    for (const std::string &name : ins)
+      os << name << ".data_ptr<T>(), ";
+    os << "nullptr};\n    T *out_[] = {";
+    for (const std::string &name : outs)
+      os << name << ".data_ptr<T>(), ";
+    os << "nullptr};\n    const std::int64_t *aux_[] = {";
+    for (const std::string &name : aux)
+      os << name << ".data_ptr<std::int64_t>(), ";
+    os << "nullptr};\n";
+    if (cuda) {
+      os << "    if (onCuda) {\n#ifdef HECTOR_WITH_CUDA\n"
+         << "      const std::size_t bytes = cuda::" << kernel.name
+         << "_workspace<T>(g, in_, out_, aux_);\n"
+         << "      at::Tensor workspace = at::empty({static_cast<std::int64_t>(bytes)}, "
+            "opts.dtype(at::kByte));\n"
+         << "      const cudaError_t error = cuda::" << kernel.name
+         << "<T>(g, in_, out_, aux_, workspace.data_ptr(), bytes, stream);\n"
+         << "      ::hector::emit::checkLaunch(error == cudaSuccess ? nullptr : "
+            "cudaGetErrorString(error), \""
+         << kernel.name << "\");\n"
+         << "#endif\n    } else {\n  ";
+    }
+    os << "    cpu::" << kernel.name << "<T>(g, in_, out_, aux_);\n";
+    if (cuda)
+      os << "    }\n";
+    os << "  }\n";
+  }
+  os << "  std::vector<at::Tensor> results;\n";
+  for (OutputOp output : plan.outputs) {
+    std::string name = plan.tensors.lookup(output.getValue());
+    bool edge = cast<ValueType>(output.getValue().getType()).getSpace() != Space::Node;
+    bool isInput = isa_and_nonnull<InputOp>(output.getValue().getDefiningOp());
+    os << "  results.push_back(" << name
+       << (edge ? ".index_select(0, graph.edgePermInv())" : (isInput ? ".clone()" : ""))
+       << ");\n";
+  }
+  os << "  return results;\n}\n\n";
+
+  // forward: validation and dtype dispatch.
+  os << "std::vector<at::Tensor> forward(at::TensorList graphTensors, c10::IntArrayRef "
+        "graphSizes, at::TensorList inputs, at::TensorList weights) {\n"
+     << "  const ::hector::Graph graph = ::hector::Graph::fromTensors(graphTensors.vec(), "
+        "graphSizes.vec());\n";
+  auto names = [](auto ops) {
+    std::string out;
+    for (auto op : ops)
+      out += (out.empty() ? "" : ", ") + op.getName().str();
+    return out;
+  };
+  os << "  TORCH_CHECK_VALUE(inputs.size() == " << plan.inputs.size() << ", \"" << op
+     << ".forward: expected " << plan.inputs.size() << " inputs (" << names(plan.inputs)
+     << "), got \", inputs.size());\n"
+     << "  TORCH_CHECK_VALUE(weights.size() == " << plan.weights.size() << ", \"" << op
+     << ".forward: expected " << plan.weights.size() << " weights (" << names(plan.weights)
+     << "), got \", weights.size());\n";
+  std::string first = plan.inputs.empty() ? (plan.weights.empty() ? "" : "weights[0]")
+                                          : "inputs[0]";
+  if (first.empty()) {
+    os << "  const at::ScalarType dtype = at::kFloat;\n";
+  } else {
+    os << "  const at::ScalarType dtype = " << first << ".scalar_type();\n"
+       << "  TORCH_CHECK_TYPE(dtype == at::kFloat || dtype == at::kDouble, \"" << op
+       << ".forward: tensors must be float32 or float64, got \", dtype);\n"
+       << "  TORCH_CHECK_VALUE(" << first << ".device() == graph.device(), \"" << op
+       << ".forward: the graph is on \", graph.device(), \" but the tensors on \", " << first
+       << ".device());\n";
+  }
+  for (auto [i, input] : llvm::enumerate(plan.inputs)) {
+    ValueType type = input.getResult().getType();
+    bool node = type.getSpace() == Space::Node;
+    os << "  ::hector::emit::checkArgument(inputs[" << i << "], \"" << op << ".forward: input '"
+       << input.getName() << "'\", dtype, graph.device(), \"" << (node ? "N" : "E") << "\", "
+       << shapeList(node ? "graph.numNodes()" : "graph.numEdges()", type.getDims()) << ");\n";
+  }
+  for (auto [i, weight] : llvm::enumerate(plan.weights)) {
+    WeightType type = weight.getResult().getType();
+    std::string count = sliceCount(type.getSlicing());
+    std::string label = type.getSlicing() == Slicing::Relation ? "R"
+                        : type.getSlicing() == Slicing::NType  ? "T"
+                                                               : "";
+    os << "  ::hector::emit::checkArgument(weights[" << i << "], \"" << op << ".forward: weight '"
+       << weight.getName() << "'\", dtype, graph.device(), \"" << label << "\", "
+       << "std::vector<std::int64_t>" << shapeList(count, type.getDims()) << ");\n";
+  }
+  if (!cuda)
+    os << "  TORCH_CHECK_VALUE(!graph.device().is_cuda(), \"" << op
+       << ".forward: this library was built without CUDA kernels\");\n";
+  os << "  if (dtype == at::kDouble)\n    return run<double>(graph, inputs, weights);\n"
+     << "  return run<float>(graph, inputs, weights);\n}\n\n";
+  os << "} // namespace " << op << "\n\n";
+
+  os << "TORCH_LIBRARY(" << op << ", m) {\n"
+     << "  m.def(\"manifest() -> str\", &" << op << "::manifest);\n"
+     << "  m.def(\"forward(Tensor[] graph, int[] graph_sizes, Tensor[] inputs, Tensor[] weights) "
+        "-> Tensor[]\");\n}\n\n"
+     << "TORCH_LIBRARY_IMPL(" << op << ", CPU, m) { m.impl(\"forward\", &" << op
+     << "::forward); }\n";
+  if (cuda)
+    os << "#ifdef HECTOR_WITH_CUDA\nTORCH_LIBRARY_IMPL(" << op << ", CUDA, m) { m.impl(\"forward\", &"
+       << op << "::forward); }\n#endif\n";
+  os << "\n";
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Entry points
+//===----------------------------------------------------------------------===//
+
+FailureOr<LayerOp> selectEntryLayer(ModuleOp module, StringRef entry) {
+  LayerOp found;
+  for (LayerOp layer : module.getOps<LayerOp>())
+    if (entry.empty() || layer.getSymName() == entry)
+      found = layer;
+  if (found)
+    return found;
+  if (entry.empty())
+    return module.emitError("the module holds no hector.layer");
+  std::string names;
+  for (LayerOp layer : module.getOps<LayerOp>())
+    names += (names.empty() ? "" : ", ") + layer.getSymName().str();
+  return module.emitError() << "no layer named '" << entry << "' (layers: " << names << ")";
+}
+
+FailureOr<std::string> libraryNameOf(ModuleOp module, const EmitOptions &options) {
+  if (!options.libraryName.empty())
+    return options.libraryName;
+  FailureOr<LayerOp> entry = selectEntryLayer(module, options.entry);
+  if (failed(entry))
+    return failure();
+  return "hector_" + identifier(entry->getSymName());
+}
+
+LogicalResult emitCpp(ModuleOp module, const EmitOptions &options, llvm::raw_ostream &os) {
+  FailureOr<std::vector<LayerPlan>> plans = planModule(module, options.entry);
+  if (failed(plans))
+    return failure();
+  os << "// model.cpp: CPU kernels and LibTorch glue, generated by hectorc from the Hector IR.\n"
+     << "// Every layer registers the torch operators hector_<layer>_<hash>::manifest and ::forward.\n"
+     << "#include \"hector/cpu/segmented_gemm.h\"\n"
+     << "#include \"hector/cpu/traversal.h\"\n"
+     << "#include \"hector/emit/glue.h\"\n"
+     << "#include \"hector/emit/graph_view.h\"\n"
+     << "#include \"hector/emit/node_traversal.h\"\n"
+     << "#include \"hector/graph.h\"\n\n"
+     << "#include <ATen/ATen.h>\n#include <torch/library.h>\n";
+  if (options.cuda)
+    os << "#ifdef HECTOR_WITH_CUDA\n#include <c10/cuda/CUDAGuard.h>\n"
+       << "#include <c10/cuda/CUDAStream.h>\n#include <cuda_runtime_api.h>\n#endif\n";
+  os << "\n#include <cstddef>\n#include <cstdint>\n#include <optional>\n#include <string>\n"
+     << "#include <vector>\n\n";
+  for (LayerPlan &plan : *plans) {
+    os << "namespace hector_" << plan.id << " {\nnamespace cpu {\n\n";
+    if (failed(printKernels(plan, /*cuda=*/false, os)))
+      return failure();
+    os << "} // namespace cpu\n} // namespace hector_" << plan.id << "\n\n";
+    printGlue(plan, options.cuda, os);
+  }
+  return success();
+}
+
+LogicalResult emitCuda(ModuleOp module, const EmitOptions &options, llvm::raw_ostream &os) {
+  (void)options;
+  FailureOr<std::vector<LayerPlan>> plans = planModule(module, options.entry);
+  if (failed(plans))
+    return failure();
+  os << "// model_cuda.cu: CUDA kernels, generated by hectorc from the Hector IR. No LibTorch:\n"
+     << "// model.cpp calls these launchers with device pointers and a stream.\n"
+     << "#include \"hector/cuda/segmented_gemm.cuh\"\n"
+     << "#include \"hector/cuda/traversal.cuh\"\n"
+     << "#include \"hector/emit/graph_view.h\"\n"
+     << "#include \"hector/emit/node_traversal.cuh\"\n\n"
+     << "#include <cuda_runtime.h>\n\n#include <cstddef>\n#include <cstdint>\n\n";
+  for (LayerPlan &plan : *plans) {
+    os << "namespace hector_" << plan.id << " {\nnamespace cuda {\n\n";
+    if (failed(printKernels(plan, /*cuda=*/true, os)))
+      return failure();
+    printCudaSignatures(plan, /*instantiate=*/true, os);
+    os << "\n} // namespace cuda\n} // namespace hector_" << plan.id << "\n\n";
+  }
+  return success();
+}
+
+LogicalResult emitManifest(LayerOp layer, const EmitOptions &options, llvm::raw_ostream &os) {
+  FailureOr<LayerPlan> plan = planLayer(layer);
+  if (failed(plan))
+    return failure();
+  plan->entry = true;
+  os << manifestOf(*plan, options.cuda).dump(2) << "\n";
+  return success();
+}
+
+} // namespace hector

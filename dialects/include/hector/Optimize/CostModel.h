@@ -1,0 +1,154 @@
+//===- CostModel.h - Cost of a layer, and the rewrites it chooses -*- C++ -*-===//
+//
+// FLOPs and bytes moved of a Hector layer as linear functions of the graph's sizes, the policy
+// deciding whether a rewrite pays, the two rewrites as functions, and the report comparing the
+// variants (none, reorder, compact, both) for given sizes.
+//
+//===----------------------------------------------------------------------===//
+#ifndef HECTOR_OPTIMIZE_COSTMODEL_H
+#define HECTOR_OPTIMIZE_COSTMODEL_H
+
+#include "hector/Dialect/HectorOps.h"
+
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <array>
+#include <optional>
+#include <string>
+
+namespace hector {
+
+/// FLOPs one byte moved is worth by default (a CPU's ridge point, roughly).
+inline constexpr double kDefaultBalance = 4.0;
+
+/// The sizes of one graph. A unique-pair count of 0 stands for E (every pair has one edge).
+struct GraphSizes {
+  double nodes = 0;
+  double edges = 0;
+  double relations = 1;
+  double ntypes = 1;
+  double uniqueSrc = 0;
+  double uniqueDst = 0;
+};
+
+/// A quantity linear in the graph's sizes: sum of coefficient x size over the terms below.
+class SizeLinear {
+public:
+  enum Term { Nodes, Edges, UniqueSrc, UniqueDst, Relations, NTypes, One, NumTerms };
+
+  /// `count` rows of the index space `space` (N, E, U_src, U_dst, R, T or 1) times `perRow`.
+  static SizeLinear rows(Space space, double perRow);
+  /// `count` slices of a weight of `slicing` (R, T or 1) times `perSlice`.
+  static SizeLinear slices(Slicing slicing, double perSlice);
+
+  double &operator[](Term term) { return coeff[term]; }
+  double operator[](Term term) const { return coeff[term]; }
+  SizeLinear &operator+=(const SizeLinear &other);
+  SizeLinear operator-(const SizeLinear &other) const;
+  /// The value at `sizes`.
+  double evaluate(const GraphSizes &sizes) const;
+  /// Prints the non-zero terms, e.g. `8192 E + 4096 R`.
+  void print(llvm::raw_ostream &os) const;
+
+  std::array<double, NumTerms> coeff{};
+};
+
+/// The estimated cost of a layer: FLOPs, bytes moved (float32 elements and int32 indices), and
+/// the sizes of the values its kernels materialise.
+struct CostEstimate {
+  SizeLinear flops;
+  SizeLinear bytes;
+  /// Elements of every materialised intermediate (one term each).
+  llvm::SmallVector<SizeLinear> intermediates;
+
+  /// flops + balance x bytes at `sizes`: the quantity the rewrites minimise.
+  double objective(const GraphSizes &sizes, double balance) const;
+  /// Elements of the largest materialised intermediate at `sizes`.
+  double largestIntermediate(const GraphSizes &sizes) const;
+};
+
+/// Estimates the cost of the live ops of `layer` (those some output depends on). The model
+/// follows the lowering: linears are GEMMs whose gathers are fused, elementwise ops run fused
+/// in traversals (free to move), and the results of linears, weight products, aggregations,
+/// reductions and softmaxes are materialised (written once, read by every reader's rows).
+CostEstimate estimateCost(LayerOp layer);
+
+/// When a rewrite is applied.
+struct CostPolicy {
+  enum Mode {
+    /// Every legal site.
+    Always,
+    /// Sites whose cost never grows with the graph: the difference of the graph-proportional
+    /// terms (N, E, U_src, U_dst) is <= 0 for all sizes with U <= E, and < 0 for some.
+    /// Per-relation, per-type and constant terms (weight products) are left out.
+    NeverGrows,
+    /// Sites whose objective drops at `sizes`.
+    AtSizes,
+  };
+  Mode mode = NeverGrows;
+  GraphSizes sizes;
+  double balance = kDefaultBalance;
+
+  static CostPolicy always() { return {Always, {}, kDefaultBalance}; }
+  static CostPolicy neverGrows(double balance = kDefaultBalance) {
+    return {NeverGrows, {}, balance};
+  }
+  static CostPolicy atSizes(const GraphSizes &sizes, double balance = kDefaultBalance) {
+    return {AtSizes, sizes, balance};
+  }
+  /// True when going from `before` to `after` pays under this policy.
+  bool pays(const CostEstimate &before, const CostEstimate &after) const;
+};
+
+/// What a rewrite did, or why a site was left alone: one line each.
+struct RewriteLog {
+  llvm::SmallVector<std::string> applied;
+  llvm::SmallVector<std::string> skipped;
+};
+
+/// Linear-operator reordering (hector-reorder-linear) on `layer`, site by site under `policy`.
+/// Returns the number of sites rewritten.
+unsigned reorderLinear(LayerOp layer, const CostPolicy &policy, RewriteLog *log = nullptr);
+
+/// Compact materialisation (hector-compact-materialize) on `layer`, value by value under
+/// `policy`. Returns the number of values compacted.
+unsigned compactMaterialize(LayerOp layer, const CostPolicy &policy, RewriteLog *log = nullptr);
+
+/// The four ways to compile a layer.
+enum class Variant { None, Reorder, Compact, Both };
+llvm::StringRef stringifyVariant(Variant variant);
+
+/// Applies the rewrites of `variant` (reordering first) to `layer` under `policy`.
+void applyVariant(LayerOp layer, Variant variant, const CostPolicy &policy,
+                  RewriteLog *log = nullptr);
+
+/// One variant in an explanation: its rewrites and its estimate at the explained sizes.
+struct VariantReport {
+  Variant variant = Variant::None;
+  RewriteLog log;
+  /// The estimate as functions of the sizes (what a runtime evaluates per graph).
+  CostEstimate cost;
+  double flops = 0, bytes = 0, objective = 0, largest = 0;
+};
+
+/// The cost model's comparison of the variants of one layer at given sizes.
+struct Explanation {
+  std::string layer;
+  GraphSizes sizes;
+  double balance = kDefaultBalance;
+  llvm::SmallVector<VariantReport, 4> variants;
+  /// The variant with the lowest objective (the simplest among equals).
+  Variant choice = Variant::None;
+};
+
+/// Evaluates every variant of `layer` (rewrites chosen at `sizes`) on copies; `layer` is not
+/// changed.
+Explanation explain(LayerOp layer, const GraphSizes &sizes, double balance = kDefaultBalance);
+
+/// Prints `explanation` as the `hector-explain` pass does.
+void printExplanation(const Explanation &explanation, llvm::raw_ostream &os);
+
+} // namespace hector
+
+#endif // HECTOR_OPTIMIZE_COSTMODEL_H

@@ -1,0 +1,60 @@
+//===- DecomposeSoftmax.cpp - softmax => max, exp, sum, divide ------------===//
+//
+// Rewrites every hector.softmax into its numerically stable definition from aggregates, so
+// that the lowering sees only reductions and elementwise ops.
+//
+//===----------------------------------------------------------------------===//
+#include "hector/Transforms/Passes.h"
+
+#include "mlir/IR/Builders.h"
+
+namespace hector {
+#define GEN_PASS_DEF_DECOMPOSESOFTMAX
+#include "hector/Transforms/Passes.h.inc"
+} // namespace hector
+
+using namespace mlir;
+using namespace hector;
+
+namespace {
+
+struct DecomposeSoftmaxPass : public hector::impl::DecomposeSoftmaxBase<DecomposeSoftmaxPass> {
+  void runOnOperation() override {
+    SmallVector<SoftmaxOp> softmaxes;
+    getOperation().walk([&](SoftmaxOp op) { softmaxes.push_back(op); });
+    for (SoftmaxOp op : softmaxes) {
+      if (cast<ValueType>(op.getInput().getType()).getSpace() == Space::Dst) {
+        // exp(s - dst(max)) would stay in the dst space while softmax's result is per edge.
+        op.emitError("softmax of a value that depends only on the destination node is not "
+                     "supported (it is 1 / in-degree on every edge)");
+        return signalPassFailure();
+      }
+      decompose(op);
+    }
+  }
+
+  /// a = softmax(s) => ex = exp(s - dst(max(s))); a = ex / dst(sum(ex)).
+  static void decompose(SoftmaxOp op) {
+    OpBuilder b(op);
+    Location loc = op.getLoc();
+    Value s = op.getInput();
+    auto sType = cast<ValueType>(s.getType());
+    ValueType nodeType = sType.withSpace(Space::Node);
+    ValueType dstType = sType.withSpace(Space::Dst);
+    ValueType edgeType = sType.withSpace(Space::Edge);
+
+    Value max = b.create<AggregateOp>(loc, nodeType, AggregateKind::Max, s, EdgeEnd::Dst);
+    Value maxAtDst = b.create<DstOp>(loc, dstType, max);
+    std::optional<Space> shifted = joinSpaces(sType.getSpace(), Space::Dst);
+    assert(shifted == Space::Edge && "an edge-indexed space other than dst joins dst to edge");
+    Value diff = b.create<SubOp>(loc, edgeType, s, maxAtDst);
+    Value ex = b.create<ExpOp>(loc, diff);
+    Value den = b.create<AggregateOp>(loc, nodeType, AggregateKind::Sum, ex, EdgeEnd::Dst);
+    Value denAtDst = b.create<DstOp>(loc, dstType, den);
+    Value alpha = b.create<DivOp>(loc, edgeType, ex, denAtDst);
+    op.getResult().replaceAllUsesWith(alpha);
+    op.erase();
+  }
+};
+
+} // namespace

@@ -1,0 +1,368 @@
+//===- LowerToKernels.cpp - Inter-operator ops onto the two templates -----===//
+//
+// Every hector.linear becomes a hector.gemm (its gather fused), the remaining compute ops are
+// grouped into hector.traversal regions, and the values that must live in memory between
+// kernels are decided here, so that the kernel-level IR shows them as the results of top-level
+// ops.
+//
+//===----------------------------------------------------------------------===//
+#include "hector/Transforms/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
+
+#include <functional>
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace hector {
+#define GEN_PASS_DEF_LOWERTOKERNELS
+#include "hector/Transforms/Passes.h.inc"
+} // namespace hector
+
+using namespace mlir;
+using namespace hector;
+
+namespace {
+
+/// Ops that traversals fuse: everything a traversal body may hold except softmax (decomposed
+/// before the lowering).
+bool isFusible(Operation *op) {
+  return op->hasTrait<hector::OpTrait::TraversalBody>() && !isa<SoftmaxOp>(op);
+}
+
+/// The kind of kernel a materialised value is computed by, and for node traversals the end of
+/// the edges it reduces over.
+struct KernelKey {
+  TraversalKind kind;
+  EdgeEnd by;
+  bool operator==(const KernelKey &other) const {
+    return kind == other.kind && by == other.by;
+  }
+};
+
+class Lowering {
+public:
+  Lowering(LayerOp layer) : layer(layer) {}
+
+  LogicalResult run() {
+    if (failed(checkInput()))
+      return failure();
+    createGemms();
+    if (failed(decideMaterialised()))
+      return failure();
+    formKernels();
+    eraseFusedOps();
+    return success();
+  }
+
+private:
+  LayerOp layer;
+  /// Fusible values that live in memory: the roots of the traversals.
+  llvm::SetVector<Value> materialised;
+
+  Block &body() { return layer.getBodyRegion().front(); }
+
+  /// True for a value computed inside a traversal (fusible and not materialised).
+  bool isInlined(Value value) const {
+    Operation *def = value.getDefiningOp();
+    return def && isFusible(def) && !materialised.contains(value);
+  }
+
+  LogicalResult checkInput() {
+    WalkResult result = layer.walk([&](SoftmaxOp op) {
+      op.emitError("hector.softmax must be decomposed before the lowering (run "
+                   "--hector-decompose-softmax first)");
+      return WalkResult::interrupt();
+    });
+    return failure(result.wasInterrupted());
+  }
+
+  /// linear(src(x), W) => gemm x, W gather src; linear(x, W) => gemm x, W gather none.
+  void createGemms() {
+    SmallVector<LinearOp> linears(body().getOps<LinearOp>());
+    for (LinearOp linear : linears) {
+      OpBuilder b(linear);
+      Value a = linear.getInput();
+      GemmGather gather = GemmGather::None;
+      Operation *def = a.getDefiningOp();
+      if (auto src = dyn_cast_or_null<SrcOp>(def)) {
+        gather = GemmGather::Src;
+        a = src.getInput();
+      } else if (auto dst = dyn_cast_or_null<DstOp>(def)) {
+        gather = GemmGather::Dst;
+        a = dst.getInput();
+      } else if (auto unique = dyn_cast_or_null<UniqueGatherOp>(def)) {
+        gather = unique.getSide() == EdgeEnd::Src ? GemmGather::UniqueSrc : GemmGather::UniqueDst;
+        a = unique.getInput();
+      }
+      auto gemm = b.create<GemmOp>(linear.getLoc(), linear.getType(), a, linear.getWeight(),
+                                   linear.getWeight().getType().getSlicing(), gather,
+                                   GemmScatter::Store, /*transpose_b=*/false);
+      linear.getResult().replaceAllUsesWith(gemm.getResult());
+      linear.erase();
+      if (def && def->use_empty() && isa<SrcOp, DstOp, UniqueGatherOp>(def))
+        def->erase();
+    }
+  }
+
+  /// Calls `visit` on every inlined value of the expression tree of `root` (root included),
+  /// operands before users, each once.
+  void walkTree(Value root, llvm::function_ref<void(Value)> visit) {
+    llvm::DenseSet<Value> seen;
+    std::function<void(Value)> go = [&](Value value) {
+      if (!seen.insert(value).second)
+        return;
+      for (Value operand : value.getDefiningOp()->getOperands())
+        if (isInlined(operand))
+          go(operand);
+      visit(value);
+    };
+    go(root);
+  }
+
+  /// Whether the inlined tree of `value` holds an op in `pred`.
+  bool treeHas(Value value, llvm::function_ref<bool(Operation *)> pred) {
+    bool found = false;
+    walkTree(value, [&](Value v) { found |= pred(v.getDefiningOp()); });
+    return found;
+  }
+
+  static bool isReduction(Operation *op) { return isa<AggregateOp>(op); }
+  /// Ops whose recomputation costs more than a load: reductions over a row or over edges.
+  static bool isExpensive(Operation *op) { return isa<AggregateOp, DotOp, ConcatOp>(op); }
+
+  /// Whether computing the edge value `value` again costs more than loading it: its tree holds
+  /// a reduction over a row. Node values read through an edge end are not counted; the rule for
+  /// them decides whether they are stored.
+  bool edgeWorkIsExpensive(Value value) {
+    bool found = false;
+    llvm::DenseSet<Value> seen;
+    std::function<void(Value)> go = [&](Value v) {
+      if (!seen.insert(v).second)
+        return;
+      Operation *def = v.getDefiningOp();
+      if (isa<SrcOp, DstOp>(def))
+        return;
+      found |= isa<DotOp, ConcatOp>(def);
+      for (Value operand : def->getOperands())
+        if (isInlined(operand))
+          go(operand);
+    };
+    go(value);
+    return found;
+  }
+
+  /// The kernel a root value is computed by.
+  KernelKey keyOf(Value root) {
+    if (!isEdgeIndexed(cast<ValueType>(root.getType()).getSpace()))
+      for (Value v : treeValues(root))
+        if (auto agg = dyn_cast<AggregateOp>(v.getDefiningOp()))
+          return {TraversalKind::Node, agg.getBy()};
+    bool edge = isEdgeIndexed(cast<ValueType>(root.getType()).getSpace());
+    return {edge ? TraversalKind::Edge : TraversalKind::Node, EdgeEnd::Dst};
+  }
+
+  SmallVector<Value> treeValues(Value root) {
+    SmallVector<Value> values;
+    walkTree(root, [&](Value v) { values.push_back(v); });
+    return values;
+  }
+
+  /// Adds `value` to the materialised set; true when it was not there.
+  bool materialise(Value value) {
+    Operation *def = value.getDefiningOp();
+    if (!def || !isFusible(def))
+      return false;
+    return materialised.insert(value);
+  }
+
+  /// Seeds the materialised set with GEMM operands and outputs, then applies the rules of the
+  /// pass description until nothing changes.
+  LogicalResult decideMaterialised() {
+    for (Operation &op : body()) {
+      if (auto gemm = dyn_cast<GemmOp>(op))
+        materialise(gemm.getA());
+      else if (auto output = dyn_cast<OutputOp>(op))
+        materialise(output.getValue());
+      else if (auto unique = dyn_cast<UniqueGatherOp>(op))
+        return unique.emitError("hector.unique_gather is lowered only as the gather of a "
+                                "hector.linear's input");
+    }
+    bool changed = true;
+    while (changed) {
+      changed = false;
+      // How many kernels (roots) inline each value.
+      llvm::DenseMap<Value, unsigned> kernels;
+      for (Value root : materialised)
+        walkTree(root, [&](Value v) {
+          if (v != root)
+            ++kernels[v];
+        });
+      for (Value root : SmallVector<Value>(materialised.begin(), materialised.end())) {
+        KernelKey key = keyOf(root);
+        for (Value v : treeValues(root)) {
+          if (v == root)
+            continue;
+          Operation *def = v.getDefiningOp();
+          bool edge = isEdgeIndexed(cast<ValueType>(v.getType()).getSpace());
+          bool reduces = treeHas(v, isReduction);
+          // A reduction read by several kernels is computed once.
+          if (reduces && kernels[v] > 1)
+            changed |= materialise(v);
+          // An edge value with an inner product read twice (two kernels, or two passes of a
+          // node traversal) is stored rather than recomputed.
+          if (edge && edgeWorkIsExpensive(v) && (kernels[v] > 1 || !v.hasOneUse()))
+            changed |= materialise(v);
+          // Aggregates of a node traversal all reduce over the same end of the edges.
+          if (auto agg = dyn_cast<AggregateOp>(def))
+            if (key.kind == TraversalKind::Edge || agg.getBy() != key.by)
+              changed |= materialise(v);
+          // A node value read through an edge end: registers hold it only at the node the
+          // traversal reduces into; elsewhere a reduction or an inner product is stored.
+          Value node;
+          EdgeEnd end = EdgeEnd::Src;
+          if (auto src = dyn_cast<SrcOp>(def)) {
+            node = src.getInput();
+            end = EdgeEnd::Src;
+          } else if (auto dst = dyn_cast<DstOp>(def)) {
+            node = dst.getInput();
+            end = EdgeEnd::Dst;
+          }
+          if (node && isInlined(node)) {
+            bool inRegisters = key.kind == TraversalKind::Node && end == key.by;
+            if (treeHas(node, isExpensive) && !inRegisters)
+              changed |= materialise(node);
+          }
+        }
+      }
+    }
+    for (Value root : materialised) {
+      Space space = cast<ValueType>(root.getType()).getSpace();
+      if (space == Space::Relation || space == Space::NType || space == Space::None)
+        return root.getDefiningOp()->emitError()
+               << "cannot store a value indexed by " << stringifySpace(space)
+               << " between kernels; use it inside a node or edge expression";
+    }
+    return success();
+  }
+
+  /// An open group of roots that will become one traversal.
+  struct Group {
+    KernelKey key;
+    SmallVector<Value> roots;
+  };
+
+  /// Inlined values and leaves of `root`'s tree.
+  void collect(Value root, llvm::SetVector<Operation *> &ops, llvm::SetVector<Value> &leaves) {
+    walkTree(root, [&](Value v) {
+      Operation *def = v.getDefiningOp();
+      ops.insert(def);
+      for (Value operand : def->getOperands())
+        if (!isInlined(operand))
+          leaves.insert(operand);
+    });
+  }
+
+  /// Walks the block in order, grouping roots of the same kernel kind into one traversal that
+  /// is created right before the first op that reads one of its results.
+  void formKernels() {
+    SmallVector<Group> open;
+    auto flushProducerOf = [&](Value value, Operation *before) {
+      for (auto it = open.begin(); it != open.end(); ++it)
+        if (llvm::is_contained(it->roots, value)) {
+          Group group = std::move(*it);
+          open.erase(it);
+          createTraversal(group, before);
+          return;
+        }
+    };
+    SmallVector<Operation *> ops;
+    for (Operation &op : body())
+      ops.push_back(&op);
+    for (Operation *op : ops) {
+      if (isFusible(op)) {
+        Value root = op->getResult(0);
+        if (!materialised.contains(root))
+          continue;
+        llvm::SetVector<Operation *> treeOps;
+        llvm::SetVector<Value> leaves;
+        collect(root, treeOps, leaves);
+        for (Value leaf : leaves)
+          flushProducerOf(leaf, op);
+        KernelKey key = keyOf(root);
+        auto it = llvm::find_if(open, [&](const Group &g) { return g.key == key; });
+        if (it == open.end())
+          open.push_back({key, {root}});
+        else
+          it->roots.push_back(root);
+        continue;
+      }
+      for (Value operand : op->getOperands())
+        flushProducerOf(operand, op);
+    }
+    for (Group &group : open)
+      createTraversal(group, nullptr);
+  }
+
+  /// Builds the traversal computing `group`'s roots before `before` (or at the block's end).
+  void createTraversal(const Group &group, Operation *before) {
+    llvm::SetVector<Operation *> treeOps;
+    llvm::SetVector<Value> leaves;
+    for (Value root : group.roots)
+      collect(root, treeOps, leaves);
+    // Clone in block order so that operands come first.
+    SmallVector<Operation *> ordered(treeOps.begin(), treeOps.end());
+    llvm::sort(ordered, [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+
+    OpBuilder b(layer.getContext());
+    if (before)
+      b.setInsertionPoint(before);
+    else
+      b.setInsertionPointToEnd(&body());
+    SmallVector<Type> resultTypes;
+    for (Value root : group.roots)
+      resultTypes.push_back(root.getType());
+    SmallVector<Value> inputs(leaves.begin(), leaves.end());
+    auto traversal = b.create<TraversalOp>(group.roots.front().getLoc(), resultTypes,
+                                           TraversalKindAttr::get(b.getContext(), group.key.kind),
+                                           inputs);
+    Block *block = new Block();
+    traversal.getBodyRegion().push_back(block);
+    IRMapping mapping;
+    for (Value input : inputs)
+      mapping.map(input, block->addArgument(input.getType(), input.getLoc()));
+    OpBuilder inner = OpBuilder::atBlockEnd(block);
+    for (Operation *op : ordered)
+      inner.clone(*op, mapping);
+    SmallVector<Value> yielded;
+    for (Value root : group.roots)
+      yielded.push_back(mapping.lookup(root));
+    inner.create<YieldOp>(traversal.getLoc(), yielded);
+    for (auto [root, result] : llvm::zip(group.roots, traversal.getResults()))
+      Value(root).replaceAllUsesWith(result);
+  }
+
+  /// Removes the original fusible ops, now cloned into traversals.
+  void eraseFusedOps() {
+    SmallVector<Operation *> fused;
+    for (Operation &op : body())
+      if (isFusible(&op))
+        fused.push_back(&op);
+    for (Operation *op : llvm::reverse(fused)) {
+      assert(op->use_empty() && "a fused op is still read outside the traversals");
+      op->erase();
+    }
+  }
+};
+
+struct LowerToKernelsPass : public hector::impl::LowerToKernelsBase<LowerToKernelsPass> {
+  void runOnOperation() override {
+    if (failed(Lowering(getOperation()).run()))
+      signalPassFailure();
+  }
+};
+
+} // namespace
