@@ -133,14 +133,17 @@ def test_rgat_pyg_variant_matches_pyg(compile_model, dtype, gkw):
 
 def hgt_pyg(g, x, layer, heads, skip=True):
     """PyG HGTConv on the heterogeneous form of g with the compiled layer's weights; returns the
-    output in global node order and a mask of the nodes PyG gives an output to."""
+    output in global node order and a mask of the nodes PyG gives an output to. PyG's edge types
+    are the (source type, relation, destination type) triples that occur; each gets its
+    relation's W_att, W_msg and mu."""
     from torch_geometric.nn import HGTConv
-    T, R = g.num_ntypes, g.num_relations
+    T = g.num_ntypes
     out_dim = layer.A.shape[-1]
     in_dim = x.shape[1]
-    D = out_dim // heads
     ntypes = [f"t{t}" for t in range(T)]
-    etypes = [(f"t{g.rel_src_type[r]}", f"r{r}", f"t{g.rel_dst_type[r]}") for r in range(R)]
+    triples = sorted({(int(a), int(r), int(b)) for a, r, b in zip(
+        g.ntype[g.src].tolist(), g.etype.tolist(), g.ntype[g.dst].tolist())})
+    etypes = [(f"t{a}", f"r{r}", f"t{b}") for a, r, b in triples]
     conv = HGTConv(in_dim, out_dim, (ntypes, etypes), heads=heads).to(x.dtype)
     local = torch.empty(g.num_nodes, dtype=torch.int64)
     members = []
@@ -148,6 +151,7 @@ def hgt_pyg(g, x, layer, heads, skip=True):
         idx = torch.nonzero(g.ntype == t).flatten()
         local[idx] = torch.arange(idx.numel())
         members.append(idx)
+    n_et = len(etypes)
     with torch.no_grad():
         for t, name in enumerate(ntypes):
             lin = conv.kqv_lin.lins[name]
@@ -160,15 +164,15 @@ def hgt_pyg(g, x, layer, heads, skip=True):
             conv.out_lin.lins[name].bias.copy_(layer.bA[t] if hasattr(layer, "bA")
                                                 else torch.zeros(out_dim))
             conv.skip[name].fill_(float(layer.skip[t]) if skip else 0.0)
-        for r, et in enumerate(etypes):
+        for i, ((_, r, _), et) in enumerate(zip(triples, etypes)):
             for h in range(heads):
-                conv.k_rel.weight[h * R + r].copy_(layer.W_att[r, h])
-                conv.v_rel.weight[h * R + r].copy_(layer.W_msg[r, h])
+                conv.k_rel.weight[h * n_et + i].copy_(layer.W_att[r, h])
+                conv.v_rel.weight[h * n_et + i].copy_(layer.W_msg[r, h])
             conv.p_rel["__".join(et)].copy_(layer.mu[r].view(1, heads))
     x_dict = {name: x[members[t]] for t, name in enumerate(ntypes)}
     ei = {}
-    for r, et in enumerate(etypes):
-        m = g.etype == r
+    for (a, r, b), et in zip(triples, etypes):
+        m = (g.etype == r) & (g.ntype[g.src] == a) & (g.ntype[g.dst] == b)
         ei[et] = torch.stack([local[g.src[m]], local[g.dst[m]]])
     out_dict = conv(x_dict, ei)
     out = torch.zeros(g.num_nodes, out_dim, dtype=x.dtype)
@@ -220,44 +224,76 @@ def test_hgt_simplified_matches_reference(compile_model, dtype):
 needs_data = pytest.mark.skipif(not (DATA / "aifb").is_dir(), reason="../shared/data not present")
 
 
-@needs_data
-@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
-def test_rgcn_on_aifb_matches_pyg(compile_model, dtype):
-    from hector.data import load_entities
+def real_graph(name):
+    """AIFB (with its rdf:type node types) or UMLS (one node type, inverse relations added)."""
     from references import TestGraph
-    d = load_entities(DATA / "aifb")
-    g = TestGraph(d.src, d.dst, d.etype, torch.zeros(d.num_nodes, dtype=torch.int64),
-                  d.num_nodes, d.num_relations, 1, [0] * d.num_relations, [0] * d.num_relations)
-    RGCN = compile_model("rgcn", "in=8", "out=4")
-    torch.manual_seed(6)
-    layer = RGCN(num_relations=g.num_relations, dtype=dtype)
-    x = torch.randn(g.num_nodes, 8, dtype=dtype)
-    graph = hector.Graph(d.src, d.dst, d.etype, num_nodes=d.num_nodes,
-                         num_relations=d.num_relations)
-    out = layer(graph, x, rgcn_norm(g).to(dtype))
-    _, expected = rgcn_pyg(g, x, layer.W.detach(), layer.root.detach(), layer.bias.detach())
-    assert_close(out, expected, dtype)
-
-
-@needs_data
-def test_rgat_on_umls_matches_pyg(compile_model):
+    if name == "aifb":
+        from hector.data import load_entities
+        d = load_entities(DATA / "aifb")
+        return TestGraph(d.src, d.dst, d.etype, d.ntype, d.num_nodes, d.num_relations,
+                         d.num_ntypes, [], [])
     from hector.data import load_triples
-    from references import TestGraph
     k = load_triples(DATA / "umls")
     src = torch.cat([k.train[:, 0], k.train[:, 2]])
     dst = torch.cat([k.train[:, 2], k.train[:, 0]])
     et = torch.cat([2 * k.train[:, 1], 2 * k.train[:, 1] + 1])
     R = 2 * k.num_relations
-    g = TestGraph(src, dst, et, torch.zeros(k.num_nodes, dtype=torch.int64), k.num_nodes, R, 1,
-                  [0] * R, [0] * R)
-    Model = compile_model("rgat_pyg", "in=6", "d=3", "H=2")
-    torch.manual_seed(7)
-    layer = Model(num_relations=R, dtype=torch.float64)
-    x = torch.randn(k.num_nodes, 6, dtype=torch.float64)
-    out = layer(hector.Graph(src, dst, et, num_nodes=k.num_nodes, num_relations=R), x)
-    _, expected = rgat_pyg(g, x, layer.W.detach().view(R, 6, 2, 3), layer.q.detach(),
+    return TestGraph(src, dst, et, torch.zeros(k.num_nodes, dtype=torch.int64), k.num_nodes, R,
+                     1, [], [])
+
+
+@needs_data
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("name", ["aifb", "umls"])
+def test_all_models_on_real_graphs(compile_model, name, dtype):
+    g = real_graph(name)
+    graph = make_graph(g)
+    torch.manual_seed(6)
+    x = torch.randn(g.num_nodes, 8, dtype=dtype)
+    R, T = g.num_relations, g.num_ntypes
+
+    RGCN = compile_model("rgcn", "in=8", "out=4")
+    layer = RGCN(num_relations=R, num_ntypes=T, dtype=dtype)
+    for aggr, norm in (("mean", rgcn_norm(g)), ("add", torch.ones(g.src.numel()))):
+        out = layer(graph, x, norm.to(dtype))
+        _, expected = rgcn_pyg(g, x, layer.W.detach(), layer.root.detach(), layer.bias.detach(),
+                               aggr=aggr)
+        assert_close(out, expected, dtype)
+
+    Bases = compile_model("rgcn_bases", "in=8", "out=4", "bases=3")
+    layer = Bases(num_relations=R, num_ntypes=T, dtype=dtype)
+    out = layer(graph, x, rgcn_norm(g).to(dtype))
+    _, expected = rgcn_pyg(g, x, None, layer.root.detach(), layer.bias.detach(),
+                           comp=layer.comp.detach(), bases=layer.V.detach())
+    assert_close(out, expected, dtype)
+
+    RGAT = compile_model("rgat", "in=8", "d=3", "H=2")
+    layer = RGAT(num_relations=R, num_ntypes=T, dtype=dtype)
+    expected = rgat_hector_reference(g, x, layer.W.detach(), layer.a_src.detach(),
+                                     layer.a_dst.detach(), 0.2)
+    assert_close(layer(graph, x), expected, dtype)
+
+    PygRGAT = compile_model("rgat_pyg", "in=8", "d=3", "H=2")
+    layer = PygRGAT(num_relations=R, num_ntypes=T, dtype=dtype)
+    _, expected = rgat_pyg(g, x, layer.W.detach().view(R, 8, 2, 3), layer.q.detach(),
                            layer.k.detach(), layer.bias.detach())
-    assert_close(out, expected, torch.float64)
+    assert_close(layer(graph, x), expected, dtype)
+
+    HGT = compile_model("hgt", "in=8", "out=8", "H=2")
+    layer = HGT(num_relations=R, num_ntypes=T, dtype=dtype)
+    with torch.no_grad():
+        for p in (layer.bk, layer.bq, layer.bv, layer.bA, layer.mu, layer.skip):
+            p.normal_()
+    out = layer(graph, x)
+    expected, mask = hgt_pyg(g, x, layer, heads=2)
+    assert_close(out[mask], expected[mask], dtype)
+
+    Simple = compile_model("hgt_simplified", "in=8", "out=8", "H=2")
+    layer = Simple(num_relations=R, num_ntypes=T, dtype=dtype)
+    ref = hgt_reference(g, x, *(p.detach() for p in (
+        layer.Wk, layer.bk, layer.Wq, layer.bq, layer.Wv, layer.bv, layer.W_att, layer.W_msg,
+        layer.mu, layer.A)), torch.zeros(T, 8, dtype=dtype), skip=None, gelu=False)
+    assert_close(layer(graph, x), ref, dtype)
 
 
 def test_bad_inputs_raise_clear_errors(compile_model):
