@@ -838,3 +838,48 @@ hector.layer @l {
   // expected-error @+1 {{'hector.weight_add' op requires the same type for all operands and results}}
   %0 = "hector.weight_add"(%a, %b) : (!hector.weight<relation, [16]>, !hector.weight<none, [16]>) -> !hector.weight<relation, [16]>
 }
+
+// -----
+
+hector.layer @l {
+  %A = hector.weight "A" glorot : !hector.weight<relation, [64, 16]>
+  %B = hector.weight "B" glorot : !hector.weight<ntype, [16]>
+  // expected-error @+1 {{'hector.weight_dot' op operands must not be sliced differently, got lhs relation and rhs ntype}}
+  %0 = hector.weight_dot %A, %B : !hector.weight<relation, [64, 16]>, !hector.weight<ntype, [16]> -> !hector.weight<relation, [64]>
+}
+
+// -----
+
+hector.layer @l {
+  %A = hector.weight "A" glorot : !hector.weight<relation, [64, 16]>
+  %B = hector.weight "B" glorot : !hector.weight<relation, []>
+  // expected-error @+1 {{'hector.weight_dot' op rhs needs at least one dimension to contract}}
+  %0 = hector.weight_dot %A, %B : !hector.weight<relation, [64, 16]>, !hector.weight<relation, []> -> !hector.weight<relation, [64, 16]>
+}
+
+// -----
+
+hector.layer @l {
+  %A = hector.weight "A" glorot : !hector.weight<relation, [64, 16, 4h]>
+  %B = hector.weight "B" glorot : !hector.weight<relation, [16, 4h]>
+  // expected-error @+1 {{'hector.weight_dot' op cannot contract a head dimension, got rhs [16, 4h]}}
+  %0 = hector.weight_dot %A, %B : !hector.weight<relation, [64, 16, 4h]>, !hector.weight<relation, [16, 4h]> -> !hector.weight<relation, [64, 16]>
+}
+
+// -----
+
+hector.layer @l {
+  %A = hector.weight "A" glorot : !hector.weight<relation, [64, 4, 16]>
+  %B = hector.weight "B" glorot : !hector.weight<relation, [4h, 16]>
+  // expected-error @+1 {{'hector.weight_dot' op rhs shape [4h, 16] must be a suffix of the lhs shape [64, 4, 16]}}
+  %0 = hector.weight_dot %A, %B : !hector.weight<relation, [64, 4, 16]>, !hector.weight<relation, [4h, 16]> -> !hector.weight<relation, [64, 4]>
+}
+
+// -----
+
+hector.layer @l {
+  %A = hector.weight "A" glorot : !hector.weight<relation, [64, 4h, 16]>
+  %B = hector.weight "B" glorot : !hector.weight<none, [4h, 16]>
+  // expected-error @+1 {{'hector.weight_dot' op result type must be '!hector.weight<relation, [64, 4h]>', got '!hector.weight<none, [64, 4h]>'}}
+  %0 = hector.weight_dot %A, %B : !hector.weight<relation, [64, 4h, 16]>, !hector.weight<none, [4h, 16]> -> !hector.weight<none, [64, 4h]>
+}

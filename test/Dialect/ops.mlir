@@ -63,6 +63,7 @@ hector.layer @products {
   %c = hector.weight "c" glorot : !hector.weight<relation, [4]>
   %V = hector.weight "V" glorot : !hector.weight<none, [4, 64, 16]>
   %a = hector.weight "a" glorot : !hector.weight<relation, [16]>
+  %att = hector.weight "att" glorot : !hector.weight<relation, [4h, 16]>
   %hs = hector.src %h : !hector.value<node, [64]> -> !hector.value<src, [64]>
   // CHECK: hector.linear %{{.*}}, %W : !hector.value<src, [64]>, !hector.weight<relation, [64, 4h, 16]> -> !hector.value<edge, [4h, 16]>
   %z = hector.linear %hs, %W : !hector.value<src, [64]>, !hector.weight<relation, [64, 4h, 16]>
@@ -78,6 +79,12 @@ hector.layer @products {
           -> !hector.weight<relation, [64, 16]>
   // CHECK: hector.weight_matmul %{{.*}}, %a : !hector.weight<relation, [64, 16]>, !hector.weight<relation, [16]> -> !hector.weight<relation, [64]>
   %Wa = hector.weight_matmul %Wb, %a : !hector.weight<relation, [64, 16]>, !hector.weight<relation, [16]>
+          -> !hector.weight<relation, [64]>
+  // CHECK: hector.weight_dot %W, %{{.*}} : !hector.weight<relation, [64, 4h, 16]>, !hector.weight<relation, [4h, 16]> -> !hector.weight<relation, [64, 4h]>
+  %Ws = hector.weight_dot %W, %att : !hector.weight<relation, [64, 4h, 16]>, !hector.weight<relation, [4h, 16]>
+          -> !hector.weight<relation, [64, 4h]>
+  // CHECK: hector.weight_dot %{{.*}}, %a : !hector.weight<relation, [64, 16]>, !hector.weight<relation, [16]> -> !hector.weight<relation, [64]>
+  %Wv = hector.weight_dot %Wb, %a : !hector.weight<relation, [64, 16]>, !hector.weight<relation, [16]>
           -> !hector.weight<relation, [64]>
   // CHECK: hector.dot %{{.*}}, %{{.*}} : !hector.value<edge, [4h, 16]>, !hector.value<edge, [4h, 16]> -> !hector.value<edge, [4h]>
   %d = hector.dot %z, %zm : !hector.value<edge, [4h, 16]>, !hector.value<edge, [4h, 16]>

@@ -131,9 +131,10 @@ def test_rgat_pyg_variant_matches_pyg(compile_model, dtype, gkw):
     assert_close(out, expected, dtype)
 
 
-def hgt_pyg(g, x, layer, heads, skip=True):
+def hgt_pyg(g, x, layer, heads, skip=True, return_module=False):
     """PyG HGTConv on the heterogeneous form of g with the compiled layer's weights; returns the
-    output in global node order and a mask of the nodes PyG gives an output to. PyG's edge types
+    output in global node order and a mask of the nodes PyG gives an output to (with
+    return_module, also the module and its input dictionaries). PyG's edge types
     are the (source type, relation, destination type) triples that occur; each gets its
     relation's W_att, W_msg and mu."""
     from torch_geometric.nn import HGTConv
@@ -181,6 +182,8 @@ def hgt_pyg(g, x, layer, heads, skip=True):
         if out_dict.get(name) is not None:
             out[members[t]] = out_dict[name]
             mask[members[t]] = True
+    if return_module:
+        return out, mask, conv, x_dict, ei
     return out, mask
 
 

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 #include "hector/Autodiff/Passes.h"
 #include "hector/Dialect/HectorDialect.h"
+#include "hector/Optimize/Passes.h"
 #include "hector/Transforms/Passes.h"
 
 #include "mlir/IR/DialectRegistry.h"
@@ -18,6 +19,7 @@ int main(int argc, char **argv) {
   mlir::registerSymbolDCEPass();
   hector::registerHectorPasses();
   hector::registerHectorAutodiffPasses();
+  hector::registerHectorOptimizePasses();
 
   mlir::DialectRegistry registry;
   registry.insert<hector::HectorDialect>();

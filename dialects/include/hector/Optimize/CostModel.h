@@ -69,9 +69,11 @@ struct CostEstimate {
 };
 
 /// Estimates the cost of the live ops of `layer` (those some output depends on). The model
-/// follows the lowering: linears are GEMMs whose gathers are fused, elementwise ops run fused
-/// in traversals (free to move), and the results of linears, weight products, aggregations,
-/// reductions and softmaxes are materialised (written once, read by every reader's rows).
+/// follows the lowering: linears are GEMMs and gathers (src, dst, unique_gather, unique_expand)
+/// are fused into each reader (rows and one index per row, every time), elementwise ops run
+/// fused in traversals (nothing moved), and the results of linears, weight products,
+/// aggregations, reductions and softmaxes are materialised (written once, read by every
+/// reader's rows).
 CostEstimate estimateCost(LayerOp layer);
 
 /// When a rewrite is applied.

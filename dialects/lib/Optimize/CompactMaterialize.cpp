@@ -1,0 +1,192 @@
+//===- CompactMaterialize.cpp - Compact materialisation -------------------===//
+//
+// hector-compact-materialize: edge values that depend only on one end of the edge and its
+// relation are computed once per unique (node, relation) pair and read through the pairs'
+// inverse index, where the cost policy says it pays.
+//
+//===----------------------------------------------------------------------===//
+#include "Sites.h"
+
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace hector;
+
+namespace {
+
+/// What an edge value depends on: bits of the edge's source node, destination node, relation,
+/// or anything else (edge data, reductions, softmax).
+enum Dependence : unsigned { OnSrc = 1, OnDst = 2, OnRelation = 4, OnOther = 8 };
+
+/// Ops recomputed per unique pair: products and elementwise ops of the traversal body.
+bool isPairwise(Operation *op) {
+  return isa<LinearOp, DotOp, AddOp, SubOp, MulOp, DivOp, NegOp, ExpOp, ReluOp, TanhOp,
+             SigmoidOp, GeluOp, LeakyReluOp, ConcatOp, SplitHeadsOp, MergeHeadsOp>(op) &&
+         !(isa<LinearOp>(op) && cast<LinearOp>(op).getTransposed());
+}
+
+/// The dependence of every value of a layer, computed on demand.
+class DependenceAnalysis {
+public:
+  unsigned of(Value value) {
+    if (auto it = cache.find(value); it != cache.end())
+      return it->second;
+    unsigned result = compute(value);
+    cache[value] = result;
+    return result;
+  }
+
+private:
+  unsigned compute(Value value) {
+    Space space = cast<ValueType>(value.getType()).getSpace();
+    if (space == Space::Relation)
+      return OnRelation;
+    if (space == Space::None)
+      return 0;
+    Operation *def = value.getDefiningOp();
+    if (isa<SrcOp>(def))
+      return OnSrc;
+    if (isa<DstOp>(def))
+      return OnDst;
+    if (auto expand = dyn_cast<UniqueExpandOp>(def))
+      return (spaceOfValue(expand.getInput()) == Space::UniqueSrc ? OnSrc : OnDst) | OnRelation;
+    if (!isEdgeIndexed(space) || !isPairwise(def))
+      return OnOther;
+    unsigned result = 0;
+    for (Value operand : def->getOperands()) {
+      if (isa<WeightType>(operand.getType())) {
+        if (cast<WeightType>(operand.getType()).getSlicing() == Slicing::Relation)
+          result |= OnRelation;
+        continue;
+      }
+      result |= of(operand);
+    }
+    return result;
+  }
+
+  static Space spaceOfValue(Value value) { return cast<ValueType>(value.getType()).getSpace(); }
+
+  llvm::DenseMap<Value, unsigned> cache;
+};
+
+/// Compacts a maximal edge value depending only on (`side` node, relation).
+struct CompactValue : public SitePattern {
+  CompactValue(MLIRContext *context, StringRef opName, EdgeEnd side, const CostPolicy &policy,
+               RewriteLog *log)
+      : SitePattern(opName, context, policy, log), side(side) {}
+
+  EdgeEnd side;
+
+  unsigned onSide() const { return side == EdgeEnd::Src ? OnSrc : OnDst; }
+  Space uniqueSpace() const {
+    return side == EdgeEnd::Src ? Space::UniqueSrc : Space::UniqueDst;
+  }
+
+  /// True when `value` is computed from the side's node, the relation and constants only,
+  /// with some per-edge work (not a bare gather).
+  bool isCandidate(Value value, DependenceAnalysis &deps) const {
+    Operation *def = value.getDefiningOp();
+    if (!def || !isPairwise(def))
+      return false;
+    Space space = cast<ValueType>(value.getType()).getSpace();
+    if (space != Space::Src && space != Space::Dst && space != Space::Edge)
+      return false;
+    unsigned dep = deps.of(value);
+    return (dep & onSide()) && !(dep & ~(onSide() | OnRelation));
+  }
+
+  LogicalResult check(Operation *op, PatternRewriter &rewriter) const override {
+    if (op->getNumResults() != 1 || !isa<ValueType>(op->getResult(0).getType()))
+      return failure();
+    DependenceAnalysis deps;
+    Value value = op->getResult(0);
+    if (!isCandidate(value, deps))
+      return failure();
+    // A root: read by something that is not itself computed per pair on this side.
+    bool root = llvm::any_of(value.getUsers(), [&](Operation *user) {
+      return user->getNumResults() != 1 || !isa<ValueType>(user->getResult(0).getType()) ||
+             !isCandidate(user->getResult(0), deps);
+    });
+    if (!root)
+      return failure();
+    if (cast<ValueType>(value.getType()).getSpace() != Space::Edge)
+      return rewriter.notifyMatchFailure(
+          op, "the value depends on the node only: it belongs at node level, not per pair");
+    if (!(deps.of(value) & OnRelation))
+      return rewriter.notifyMatchFailure(op, "the value does not depend on the relation");
+    return success();
+  }
+
+  /// The value on unique pairs equal to `value` (a candidate, a gather of the side, or a
+  /// weight-like value), building the ops before `rewriter`'s insertion point.
+  Value compacted(Value value, PatternRewriter &rewriter,
+                  llvm::DenseMap<Value, Value> &mapped) const {
+    if (Value known = mapped.lookup(value))
+      return known;
+    Space space = cast<ValueType>(value.getType()).getSpace();
+    if (space == Space::Relation || space == Space::None || space == uniqueSpace())
+      return value;
+    Operation *def = value.getDefiningOp();
+    Value result;
+    if (isa<SrcOp, DstOp>(def)) {
+      Value node = def->getOperand(0);
+      // Reuse a gather of the same node table if there is one.
+      for (Operation *user : node.getUsers())
+        if (auto gather = dyn_cast<UniqueGatherOp>(user);
+            gather && gather.getSide() == side &&
+            gather->getBlock() == rewriter.getInsertionBlock() &&
+            gather->isBeforeInBlock(&*rewriter.getInsertionPoint()))
+          result = gather;
+      if (!result)
+        result = rewriter.create<UniqueGatherOp>(def->getLoc(), inSpace(value.getType(), uniqueSpace()),
+                                                 side, node);
+    } else if (auto expand = dyn_cast<UniqueExpandOp>(def)) {
+      result = expand.getInput();
+    } else {
+      IRMapping operands;
+      for (Value operand : def->getOperands())
+        operands.map(operand, isa<WeightType>(operand.getType())
+                                  ? operand
+                                  : compacted(operand, rewriter, mapped));
+      Operation *copy = rewriter.clone(*def, operands);
+      copy->getResult(0).setType(inSpace(value.getType(), uniqueSpace()));
+      result = copy->getResult(0);
+    }
+    mapped[value] = result;
+    return result;
+  }
+
+  std::string apply(Operation *op, PatternRewriter &rewriter) const override {
+    rewriter.setInsertionPoint(op);
+    llvm::DenseMap<Value, Value> mapped;
+    Value value = op->getResult(0);
+    Value pairs = compacted(value, rewriter, mapped);
+    Value expanded = rewriter.create<UniqueExpandOp>(op->getLoc(), value.getType(), pairs);
+    rewriter.replaceAllUsesWith(value, expanded);
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << "on " << stringifySpace(uniqueSpace()) << " rows ("
+       << mapped.size() << " ops), read through unique_expand";
+    return text;
+  }
+};
+
+} // namespace
+
+unsigned hector::compactMaterialize(LayerOp layer, const CostPolicy &policy, RewriteLog *log) {
+  MLIRContext *context = layer.getContext();
+  RewritePatternSet patterns(context);
+  for (StringRef name : {LinearOp::getOperationName(), DotOp::getOperationName(),
+                         AddOp::getOperationName(), SubOp::getOperationName(),
+                         MulOp::getOperationName(), DivOp::getOperationName(),
+                         NegOp::getOperationName(), ExpOp::getOperationName(),
+                         ReluOp::getOperationName(), TanhOp::getOperationName(),
+                         SigmoidOp::getOperationName(), GeluOp::getOperationName(),
+                         LeakyReluOp::getOperationName(), ConcatOp::getOperationName(),
+                         SplitHeadsOp::getOperationName(), MergeHeadsOp::getOperationName()})
+    for (EdgeEnd side : {EdgeEnd::Src, EdgeEnd::Dst})
+      patterns.add<CompactValue>(context, name, side, policy, log);
+  return applySites(layer, patterns, log);
+}

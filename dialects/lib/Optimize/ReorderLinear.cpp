@@ -1,0 +1,326 @@
+//===- ReorderLinear.cpp - Linear-operator reordering ---------------------===//
+//
+// hector-reorder-linear: associativity sites turned into weight products, and RGCN-style
+// aggregate-then-transform, each applied where the cost policy says it pays.
+//
+//===----------------------------------------------------------------------===//
+#include "Sites.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace hector;
+
+namespace {
+
+/// The slicing of a product of weights of `a` and `b`, or nullopt when they are sliced
+/// differently.
+std::optional<Slicing> productSlicing(Slicing a, Slicing b) {
+  if (b == Slicing::None)
+    return a;
+  if (a != Slicing::None && a != b)
+    return std::nullopt;
+  return b;
+}
+
+/// The space of `hector.linear` of `space` rows with a weight of `slicing` (assumed legal).
+Space linearSpace(Space space, Slicing slicing) {
+  if (slicing == Slicing::Relation)
+    return space == Space::UniqueSrc || space == Space::UniqueDst ? space : Space::Edge;
+  return slicing == Slicing::NType ? Space::Node : space;
+}
+
+/// The result shape of `x . W` for a non-per-head weight `[k, m...]`: `[m...]`, when the head
+/// dimension of W (if any) directly follows k; nullopt otherwise.
+std::optional<ValueType> linearResult(ValueType x, WeightType w) {
+  RowShape shape = w.getShape();
+  if (shape.rank() < 1 || shape.headAxis == 0 || shape.headAxis > 1)
+    return std::nullopt;
+  if (x.getShape().rank() != 1 || x.getShape().hasHeads() ||
+      x.getShape().dims[0] != shape.dims[0])
+    return std::nullopt;
+  return ValueType::get(x.getContext(), linearSpace(x.getSpace(), w.getSlicing()),
+                        shape.dims.drop_front(), shape.hasHeads() ? 0 : -1);
+}
+
+/// The type of `weight_matmul a, b`, or nullopt when the dialect forbids the product.
+std::optional<WeightType> matmulType(WeightType a, WeightType b) {
+  std::optional<Slicing> slicing = productSlicing(a.getSlicing(), b.getSlicing());
+  RowShape x = a.getShape(), y = b.getShape();
+  if (!slicing || x.rank() < 1 || y.rank() < 1 || x.dims.back() != y.dims.front() ||
+      x.isHead(x.rank() - 1) || y.isHead(0) || (x.hasHeads() && y.hasHeads()))
+    return std::nullopt;
+  SmallVector<int64_t> dims(x.dims.drop_back());
+  dims.append(y.dims.begin() + 1, y.dims.end());
+  int64_t head = x.hasHeads() ? x.headAxis : y.hasHeads() ? x.rank() - 2 + y.headAxis : -1;
+  return WeightType::get(a.getContext(), *slicing, dims, head);
+}
+
+/// The op that a linear's input goes through to reach `value`'s producer: `src`/`dst` gathers
+/// are looked through (they commute with row-wise products).
+Value throughGather(Value value) {
+  if (Operation *def = value.getDefiningOp(); def && isa<SrcOp, DstOp>(def))
+    return def->getOperand(0);
+  return value;
+}
+
+/// True for the elementwise ops that stop a reassociation (nothing affine or non-linear is
+/// moved across).
+bool isNonLinear(Operation *op) {
+  return op && isa<AddOp, SubOp, MulOp, DivOp, NegOp, ExpOp, ReluOp, TanhOp, SigmoidOp, GeluOp,
+                   LeakyReluOp, SoftmaxOp, ConcatOp, SplitHeadsOp, MergeHeadsOp>(op);
+}
+
+/// Rewrites `(x W) . a` into `x (W a)`: `dot(slice(a), linear(x, W)) => linear(x, P)` with
+/// `P = weight_dot(W, a)` (`weight_matmul` when `a` is a plain vector).
+struct DotOfLinear : public OpSitePattern<DotOp> {
+  using OpSitePattern::OpSitePattern;
+
+  /// The (slice, linear) operands of a site.
+  static std::pair<SliceOp, Value> split(DotOp op) {
+    if (auto slice = op.getLhs().getDefiningOp<SliceOp>())
+      return {slice, op.getRhs()};
+    if (auto slice = op.getRhs().getDefiningOp<SliceOp>())
+      return {slice, op.getLhs()};
+    return {SliceOp(), Value()};
+  }
+
+  LogicalResult checkSite(DotOp op, PatternRewriter &rewriter) const override {
+    auto [slice, other] = split(op);
+    if (!slice)
+      return failure();
+    auto linear = other.getDefiningOp<LinearOp>();
+    if (!linear) {
+      if (isNonLinear(other.getDefiningOp()))
+        return rewriter.notifyMatchFailure(op, [&](Diagnostic &diag) {
+          diag << "'" << other.getDefiningOp()->getName()
+               << "' between the weight and the linear is not linear";
+        });
+      return failure();
+    }
+    if (linear.getTransposed())
+      return rewriter.notifyMatchFailure(op, "the linear is transposed");
+    WeightType w = linear.getWeight().getType(), a = slice.getInput().getType();
+    if (w.getShape().headAxis == 0)
+      return rewriter.notifyMatchFailure(
+          op, "a per-head weight [Hh, k, m] times a vector is not a weight product of the "
+              "dialect");
+    if (!productSlicing(w.getSlicing(), a.getSlicing()))
+      return rewriter.notifyMatchFailure(op, "the weights are sliced differently");
+    FailureOr<WeightType> product = productType(w, a);
+    if (failed(product))
+      return rewriter.notifyMatchFailure(op, "the weight product has no legal shape");
+    std::optional<ValueType> result = linearResult(linear.getInput().getType(), *product);
+    if (!result || *result != op.getResult().getType())
+      return rewriter.notifyMatchFailure(op, "the reordered product would change the result "
+                                             "type");
+    return success();
+  }
+
+  /// The type of the weight product: weight_matmul for a plain vector, weight_dot otherwise.
+  static FailureOr<WeightType> productType(WeightType w, WeightType a) {
+    RowShape ws = w.getShape(), as = a.getShape();
+    Slicing slicing = *productSlicing(w.getSlicing(), a.getSlicing());
+    int64_t prefix = ws.rank() - as.rank();
+    if (prefix < 1 || ws.dims.drop_front(prefix) != as.dims || as.isHead(as.rank() - 1) ||
+        (as.hasHeads() ? ws.headAxis != prefix + as.headAxis : ws.headAxis >= prefix))
+      return failure();
+    return WeightType::get(w.getContext(), slicing, ws.dims.drop_back(), ws.headAxis);
+  }
+
+  std::string applySite(DotOp op, PatternRewriter &rewriter) const override {
+    auto [slice, other] = split(op);
+    auto linear = other.getDefiningOp<LinearOp>();
+    Value w = linear.getWeight(), a = slice.getInput();
+    WeightType type = *productType(linear.getWeight().getType(), slice.getInput().getType());
+    Location loc = op.getLoc();
+    Value product;
+    bool vector = slice.getInput().getType().getShape().rank() == 1 &&
+                  !slice.getInput().getType().getShape().hasHeads();
+    rewriter.setInsertionPoint(op);
+    if (vector)
+      product = rewriter.create<WeightMatmulOp>(loc, type, w, a);
+    else
+      product = rewriter.create<WeightDotOp>(loc, type, w, a);
+    rewriter.replaceOpWithNewOp<LinearOp>(op, op.getResult().getType(), linear.getInput(),
+                                          product, /*transposed=*/false);
+    return "dot(" + describe(a) + ", linear(x, " + describe(w) + ")) => linear(x, " +
+           (vector ? "weight_matmul(" : "weight_dot(") + describe(w) + ", " + describe(a) + "))";
+  }
+
+  /// The name of a weight for the log: its declared name, or `product`.
+  static std::string describe(Value weight) {
+    if (auto decl = weight.getDefiningOp<WeightOp>())
+      return decl.getName().str();
+    return "product";
+  }
+};
+
+/// Rewrites `(x A) B` into `x (A B)`: `linear(linear(x, A), B) => linear(x, weight_matmul(A,
+/// B))`, also through a `src`/`dst` gather when A is unsliced.
+struct LinearOfLinear : public OpSitePattern<LinearOp> {
+  using OpSitePattern::OpSitePattern;
+
+  LogicalResult checkSite(LinearOp op, PatternRewriter &rewriter) const override {
+    if (op.getTransposed())
+      return failure();
+    Value input = throughGather(op.getInput());
+    bool gathered = input != op.getInput();
+    auto inner = input.getDefiningOp<LinearOp>();
+    if (!inner) {
+      Operation *def = input.getDefiningOp();
+      if (isNonLinear(def) && llvm::any_of(def->getOperands(), [](Value v) {
+            return v.getDefiningOp<LinearOp>() != nullptr;
+          }))
+        return rewriter.notifyMatchFailure(op, [&](Diagnostic &diag) {
+          diag << "'" << def->getName() << "' between the linears is not linear";
+        });
+      return failure();
+    }
+    if (inner.getTransposed())
+      return rewriter.notifyMatchFailure(op, "the inner linear is transposed");
+    WeightType a = inner.getWeight().getType(), b = op.getWeight().getType();
+    if (gathered && a.getSlicing() != Slicing::None)
+      return rewriter.notifyMatchFailure(
+          op, "the inner weight is sliced by node type, which edge rows cannot select");
+    std::optional<WeightType> product = matmulType(a, b);
+    if (!product)
+      return rewriter.notifyMatchFailure(op, "the weights' shapes, heads or slicings forbid "
+                                             "their product");
+    ValueType x = inner.getInput().getType();
+    if (gathered)
+      x = x.withSpace(spaceOf(op.getInput()));
+    std::optional<ValueType> result = linearResult(x, *product);
+    if (!result || *result != op.getResult().getType())
+      return rewriter.notifyMatchFailure(op, "the reordered product would change the result "
+                                             "type");
+    return success();
+  }
+
+  static Space spaceOf(Value value) { return cast<ValueType>(value.getType()).getSpace(); }
+
+  std::string applySite(LinearOp op, PatternRewriter &rewriter) const override {
+    Value input = throughGather(op.getInput());
+    Operation *gather = input != op.getInput() ? op.getInput().getDefiningOp() : nullptr;
+    auto inner = input.getDefiningOp<LinearOp>();
+    Location loc = op.getLoc();
+    rewriter.setInsertionPoint(op);
+    WeightType type = *matmulType(inner.getWeight().getType(), op.getWeight().getType());
+    Value product =
+        rewriter.create<WeightMatmulOp>(loc, type, inner.getWeight(), op.getWeight());
+    Value x = inner.getInput();
+    if (gather) {
+      Type gathered = inSpace(x.getType(), spaceOf(op.getInput()));
+      if (isa<SrcOp>(gather))
+        x = rewriter.create<SrcOp>(gather->getLoc(), gathered, x);
+      else
+        x = rewriter.create<DstOp>(gather->getLoc(), gathered, x);
+    }
+    rewriter.replaceOpWithNewOp<LinearOp>(op, op.getResult().getType(), x, product,
+                                          /*transposed=*/false);
+    std::string end = gather ? (isa<SrcOp>(gather) ? "src" : "dst") : "";
+    std::string wrap = gather ? end + "(linear(h, " : "linear(linear(x, ";
+    return wrap + DotOfLinear::describe(inner.getWeight()) + ")" + (gather ? ")" : "") + ", " +
+           DotOfLinear::describe(op.getWeight()) + ") => linear(" +
+           (gather ? end + "(h)" : std::string("x")) + ", weight_matmul(" +
+           DotOfLinear::describe(inner.getWeight()) + ", " +
+           DotOfLinear::describe(op.getWeight()) + "))";
+  }
+};
+
+/// Aggregate-then-transform: `aggregate sum (c * linear(y, W)) by dst` sums per (destination,
+/// relation) pair first and multiplies each pair's sum by W_r once.
+struct AggregateOfLinear : public OpSitePattern<AggregateOp> {
+  using OpSitePattern::OpSitePattern;
+
+  /// The per-edge scalar factor (or null) and the linear of a site.
+  static std::pair<Value, LinearOp> split(AggregateOp op) {
+    Value input = op.getInput();
+    if (auto linear = input.getDefiningOp<LinearOp>())
+      return {Value(), linear};
+    if (auto mul = input.getDefiningOp<MulOp>()) {
+      if (auto linear = mul.getRhs().getDefiningOp<LinearOp>())
+        return {mul.getLhs(), linear};
+      if (auto linear = mul.getLhs().getDefiningOp<LinearOp>())
+        return {mul.getRhs(), linear};
+    }
+    return {Value(), LinearOp()};
+  }
+
+  LogicalResult checkSite(AggregateOp op, PatternRewriter &rewriter) const override {
+    auto [factor, linear] = split(op);
+    if (!linear) {
+      Operation *def = op.getInput().getDefiningOp();
+      if (isNonLinear(def) && llvm::any_of(def->getOperands(), [](Value v) {
+            return v.getDefiningOp<LinearOp>() != nullptr;
+          }))
+        return rewriter.notifyMatchFailure(op, [&](Diagnostic &diag) {
+          diag << "'" << def->getName() << "' between the linear and the sum is not linear";
+        });
+      return failure();
+    }
+    if (op.getKind() != AggregateKind::Sum || op.getBy() != EdgeEnd::Dst)
+      return rewriter.notifyMatchFailure(op, "only a sum by destination is reassociated");
+    if (linear.getTransposed())
+      return rewriter.notifyMatchFailure(op, "the linear is transposed");
+    ValueType y = linear.getInput().getType();
+    Space space = y.getSpace();
+    if (space != Space::Src && space != Space::Dst && space != Space::Edge)
+      return rewriter.notifyMatchFailure(op, "the linear's rows are not per edge");
+    Slicing slicing = linear.getWeight().getType().getSlicing();
+    if (slicing == Slicing::NType)
+      return rewriter.notifyMatchFailure(op, "the weight is sliced by node type");
+    if (factor) {
+      auto type = cast<ValueType>(factor.getType());
+      if (!type.getShape().dims.empty())
+        return rewriter.notifyMatchFailure(op, "the per-edge factor is not a scalar");
+      if (!isEdgeIndexed(type.getSpace()) && type.getSpace() != Space::None &&
+          type.getSpace() != Space::Relation)
+        return rewriter.notifyMatchFailure(op, "the factor is not read per edge");
+      if (type.getSpace() == Space::UniqueSrc || type.getSpace() == Space::UniqueDst)
+        return rewriter.notifyMatchFailure(op, "the factor is per unique pair");
+    }
+    return success();
+  }
+
+  std::string applySite(AggregateOp op, PatternRewriter &rewriter) const override {
+    auto [factor, linear] = split(op);
+    Location loc = op.getLoc();
+    rewriter.setInsertionPoint(op);
+    Value rows = linear.getInput();
+    auto rowType = cast<ValueType>(rows.getType());
+    if (factor) {
+      auto type = ValueType::get(
+          op.getContext(),
+          *joinSpaces(cast<ValueType>(factor.getType()).getSpace(), rowType.getSpace()),
+          rowType.getShape());
+      rows = rewriter.create<MulOp>(loc, type, factor, rows);
+    }
+    Value weight = linear.getWeight();
+    Type resultType = op.getResult().getType();
+    std::string name = DotOfLinear::describe(weight);
+    std::string scaled = factor ? "c * " : "";
+    if (linear.getWeight().getType().getSlicing() == Slicing::None) {
+      Value sum = rewriter.create<AggregateOp>(loc, inSpace(rows.getType(), Space::Node),
+                                               AggregateKind::Sum, rows, EdgeEnd::Dst);
+      rewriter.replaceOpWithNewOp<LinearOp>(op, resultType, sum, weight, false);
+      return "aggregate sum (" + scaled + "linear(y, " + name + ")) by dst => linear(aggregate "
+             "sum (" + scaled + "y) by dst, " + name + ")";
+    }
+    Value pairs = rewriter.create<ReduceOp>(loc, inSpace(rows.getType(), Space::UniqueDst), rows);
+    Value product = rewriter.create<LinearOp>(loc, inSpace(resultType, Space::UniqueDst), pairs,
+                                              weight, false);
+    rewriter.replaceOpWithNewOp<ReduceOp>(op, resultType, product);
+    return "aggregate sum (" + scaled + "linear(y, " + name + ")) by dst => reduce(linear("
+           "reduce(" + scaled + "y -> unique_dst), " + name + ") -> node)";
+  }
+};
+
+} // namespace
+
+unsigned hector::reorderLinear(LayerOp layer, const CostPolicy &policy, RewriteLog *log) {
+  MLIRContext *context = layer.getContext();
+  RewritePatternSet patterns(context);
+  patterns.add<DotOfLinear, LinearOfLinear, AggregateOfLinear>(context, policy, log);
+  return applySites(layer, patterns, log);
+}

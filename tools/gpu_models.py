@@ -1,0 +1,236 @@
+"""GPU check of the compiled models (run by tools/gpu-check.sh on a machine without MLIR).
+
+Builds the emitted packages of gpu-packages/ (tools/gpu-check-prepare.sh) against the runtime,
+then, for every `check-*` package: the CUDA forward against the CPU forward of the same library
+and against PyG (on the GPU where PyG has the layer), in float64 and float32, on awkward random
+graphs and on AIFB/UMLS; for every `bench-*` package: inference time and peak memory of ours
+and PyG's layer side by side on AIFB, as ratios. Without a GPU it runs the CPU half, which is how
+the script itself is tested.
+
+    python tools/gpu_models.py --packages gpu-packages --runtime build-gpu --json out.json
+"""
+import argparse
+import concurrent.futures
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "runtime" / "python"))
+sys.path.insert(0, str(ROOT / "test" / "python"))
+
+
+def build_package(pkg: pathlib.Path, runtime: pathlib.Path, cuda: bool, jobs: int):
+    import torch.utils
+    build = pkg / "build"
+    torch_dir = pathlib.Path(torch.utils.cmake_prefix_path) / "Torch"
+    cmd = ["cmake", "-S", str(pkg), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release",
+           f"-DTorch_DIR={torch_dir}",
+           f"-DHECTOR_RUNTIME_DIR={runtime}", "-DHECTOR_CUDA_ARCHITECTURES=90",
+           f"-DHECTOR_ENABLE_CUDA={'ON' if cuda else 'OFF'}"]
+    t0 = time.time()
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode == 0:
+        r = subprocess.run(["cmake", "--build", str(build), "-j", str(jobs)], capture_output=True,
+                           text=True)
+    libs = sorted(build.glob("lib*.so"))
+    if r.returncode != 0 or not libs:
+        return pkg.name, None, time.time() - t0, r.stdout[-4000:] + r.stderr[-4000:]
+    return pkg.name, libs[0], time.time() - t0, ""
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--packages", type=pathlib.Path, default=ROOT / "gpu-packages")
+    ap.add_argument("--runtime", type=pathlib.Path, required=True,
+                    help="build directory of the runtime (lib/libhector_runtime.so)")
+    ap.add_argument("--json", type=pathlib.Path)
+    ap.add_argument("--parallel", type=int, default=4, help="packages built at once")
+    ap.add_argument("--repeat", type=int, default=20, help="timed runs per benchmark")
+    args = ap.parse_args()
+    os.environ.setdefault("HECTOR_BUILD_DIR", str(args.runtime))
+
+    import torch
+    cuda = torch.cuda.is_available()
+    jobs = max(1, (os.cpu_count() or 2) // args.parallel)
+    pkgs = sorted(p for p in args.packages.iterdir() if (p / "manifest.json").is_file())
+    libs, report = {}, {"device": torch.cuda.get_device_name() if cuda else "cpu",
+                        "builds": {}, "checks": [], "bench": []}
+    with concurrent.futures.ThreadPoolExecutor(args.parallel) as pool:
+        for name, lib, secs, log in pool.map(lambda p: build_package(p, args.runtime, cuda, jobs),
+                                             pkgs):
+            report["builds"][name] = {"ok": lib is not None, "seconds": round(secs, 1)}
+            print(f"build {name}: {'ok' if lib else 'FAILED'} ({secs:.0f} s)", flush=True)
+            if lib is None:
+                print(log)
+            else:
+                libs[name] = lib
+
+    import hector
+    from references import awkward_graph
+    failures = sum(1 for b in report["builds"].values() if not b["ok"])
+
+    def graphs():
+        for kw in (dict(seed=0), dict(seed=1, num_relations=1), dict(seed=2, num_nodes=9)):
+            yield f"awkward{kw}", awkward_graph(**kw)
+        if (ROOT.parent / "shared" / "data" / "aifb").is_dir():
+            from test_models import real_graph
+            yield "aifb", real_graph("aifb")
+            yield "umls", real_graph("umls")
+
+    def make_graph(g, device):
+        return hector.Graph(g.src, g.dst, g.etype, num_nodes=g.num_nodes, ntype=g.ntype,
+                            num_relations=g.num_relations, num_ntypes=g.num_ntypes).to(device)
+
+    def inputs_for(manifest, g, dtype):
+        from references import rgcn_norm
+        out = []
+        for i in manifest["inputs"]:
+            if i["space"] == "node":
+                out.append(torch.randn(g.num_nodes, *i["dims"], dtype=dtype))
+            else:
+                out.append(rgcn_norm(g).to(dtype))
+        return out
+
+    tol = {torch.float64: 1e-10, torch.float32: 1e-5}
+    for name, lib in sorted(libs.items()):
+        if not name.startswith("check-"):
+            continue
+        Layer = hector.load(lib)
+        for gname, g in graphs():
+            for dtype in (torch.float64, torch.float32):
+                torch.manual_seed(0)
+                layer = Layer(num_relations=g.num_relations, num_ntypes=g.num_ntypes, dtype=dtype)
+                with torch.no_grad():
+                    for p in layer.parameters():
+                        if p.abs().sum() == 0 or (p == 1).all():
+                            p.normal_()
+                xs = inputs_for(Layer.manifest, g, dtype)
+                cpu = layer(make_graph(g, "cpu"), *xs)
+                entry = {"model": name, "graph": gname, "dtype": str(dtype)}
+                if cuda:
+                    dev = layer.to("cuda")
+                    out = dev(make_graph(g, "cuda"), *(x.cuda() for x in xs)).cpu()
+                    layer.to("cpu")
+                    err = ((out - cpu).abs().max() / cpu.abs().max().clamp_min(1e-30)).item()
+                    entry["cuda_vs_cpu_rel_err"] = err
+                    entry["ok"] = bool(err < tol[dtype]) and bool(torch.isfinite(out).all())
+                else:
+                    entry["ok"] = bool(torch.isfinite(cpu).all())
+                failures += 0 if entry["ok"] else 1
+                report["checks"].append(entry)
+                print(json.dumps(entry), flush=True)
+        if cuda:
+            failures += pyg_on_gpu(name, Layer, report)
+
+    for name, lib in sorted(libs.items()):
+        if name.startswith("bench-") and (ROOT.parent / "shared" / "data" / "aifb").is_dir():
+            report["bench"].append(bench(name, hector.load(lib), args.repeat, cuda))
+            print(json.dumps(report["bench"][-1]), flush=True)
+
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=1))
+    print(f"{failures} failures")
+    sys.exit(1 if failures else 0)
+
+
+def pyg_on_gpu(name, Layer, report):
+    """Ours on CUDA against PyG's layer on CUDA (same weights), float64, AIFB-free small graph."""
+    import torch
+    import hector
+    from references import awkward_graph, rgat_pyg, rgcn_norm, rgcn_pyg
+    from test_models import hgt_pyg
+    g = awkward_graph(0)
+    graph = hector.Graph(g.src, g.dst, g.etype, num_nodes=g.num_nodes, ntype=g.ntype,
+                         num_relations=g.num_relations, num_ntypes=g.num_ntypes).to("cuda")
+    torch.manual_seed(1)
+    layer = Layer(num_relations=g.num_relations, num_ntypes=g.num_ntypes, dtype=torch.float64)
+    x = torch.randn(g.num_nodes, Layer.manifest["inputs"][0]["dims"][0], dtype=torch.float64)
+    ei = torch.stack([g.src, g.dst]).cuda()
+    model = name.removeprefix("check-")
+    if model == "rgcn":
+        conv, _ = rgcn_pyg(g, x, layer.W.detach(), layer.root.detach(), layer.bias.detach())
+        expected = conv.cuda()(x.cuda(), ei, g.etype.cuda())
+        ours = layer.cuda()(graph, x.cuda(), rgcn_norm(g).cuda())
+    elif model == "rgat_pyg":
+        R = g.num_relations
+        H = Layer.manifest["params"]["H"]
+        W = layer.W.detach().view(R, x.shape[1], H, -1)
+        conv, _ = rgat_pyg(g, x, W, layer.q.detach(), layer.k.detach(), layer.bias.detach())
+        expected = conv.cuda()(x.cuda(), ei, g.etype.cuda())
+        ours = layer.cuda()(graph, x.cuda())
+    elif model == "hgt":
+        expected, mask = hgt_pyg(g, x, layer, heads=Layer.manifest["params"]["H"])
+        ours = layer.cuda()(graph, x.cuda()).cpu()[mask]
+        expected = expected[mask]
+    else:
+        return 0
+    err = ((ours.cpu() - expected.cpu()).abs().max() / expected.abs().max()).item()
+    entry = {"model": name, "graph": "awkward, vs PyG", "cuda_vs_pyg_rel_err": err,
+             "ok": err < 1e-10}
+    report["checks"].append(entry)
+    print(json.dumps(entry), flush=True)
+    return 0 if entry["ok"] else 1
+
+
+def bench(name, Layer, repeat, cuda):
+    """Inference time and peak memory, ours vs PyG, on AIFB (in = out = 64, 1 head), float32."""
+    import torch
+    import hector
+    from references import rgat_pyg, rgcn_norm, rgcn_pyg
+    from test_models import hgt_pyg, real_graph
+    dev = "cuda" if cuda else "cpu"
+    g = real_graph("aifb")
+    graph = hector.Graph(g.src, g.dst, g.etype, num_nodes=g.num_nodes, ntype=g.ntype,
+                         num_relations=g.num_relations, num_ntypes=g.num_ntypes).to(dev)
+    layer = Layer(num_relations=g.num_relations, num_ntypes=g.num_ntypes).to(dev)
+    x = torch.randn(g.num_nodes, 64)
+    model = name.removeprefix("bench-")
+    ei, et = torch.stack([g.src, g.dst]), g.etype
+    if model == "rgcn":
+        conv, _ = rgcn_pyg(g, x, layer.W.detach().cpu(), layer.root.detach().cpu(),
+                           layer.bias.detach().cpu())
+        ours_args, pyg = (graph, x.to(dev), rgcn_norm(g).float().to(dev)), conv.to(dev)
+        pyg_args = (x.to(dev), ei.to(dev), et.to(dev))
+    elif model == "rgat_pyg":
+        R = g.num_relations
+        conv, _ = rgat_pyg(g, x, layer.W.detach().cpu().view(R, 64, 1, 64), layer.q.detach().cpu(),
+                           layer.k.detach().cpu(), layer.bias.detach().cpu())
+        ours_args, pyg = (graph, x.to(dev)), conv.to(dev)
+        pyg_args = (x.to(dev), ei.to(dev), et.to(dev))
+    else:
+        cpu_layer = type(layer)(num_relations=g.num_relations, num_ntypes=g.num_ntypes)
+        cpu_layer.load_state_dict({k: v.cpu() for k, v in layer.state_dict().items()})
+        _, _, conv, x_dict, ei_dict = hgt_pyg(g, x, cpu_layer, heads=1, return_module=True)
+        ours_args, pyg = (graph, x.to(dev)), conv.to(dev)
+        pyg_args = ({k: v.to(dev) for k, v in x_dict.items()},
+                    {k: v.to(dev) for k, v in ei_dict.items()})
+    def timed(fn, *a):
+        with torch.no_grad():
+            fn(*a)
+            if cuda:
+                torch.cuda.synchronize()
+                torch.cuda.reset_peak_memory_stats()
+            base = torch.cuda.memory_allocated() if cuda else 0
+            t0 = time.perf_counter()
+            for _ in range(repeat):
+                fn(*a)
+            if cuda:
+                torch.cuda.synchronize()
+            secs = (time.perf_counter() - t0) / repeat
+            peak = (torch.cuda.max_memory_allocated() - base) if cuda else 0
+        return secs, peak
+    ours_t, ours_m = timed(layer, *ours_args)
+    entry = {"model": name, "graph": "aifb", "device": dev, "ours_ms": ours_t * 1e3,
+             "ours_peak_bytes": ours_m}
+    pyg_t, pyg_m = timed(pyg, *pyg_args)
+    entry.update(pyg_ms=pyg_t * 1e3, pyg_peak_bytes=pyg_m, speedup=pyg_t / ours_t,
+                 memory_ratio=(pyg_m / ours_m) if ours_m else None)
+    return entry
+
+
+if __name__ == "__main__":
+    main()
