@@ -265,7 +265,7 @@ GemmConfig weightProductConfig(WeightMatmulOp op) {
 int passesOf(TraversalOp op);
 
 std::string kernelName(LayerPlan &plan, size_t index, Operation *op) {
-  std::string base = plan.id + "_k" + std::to_string(index) + "_";
+  std::string base = identifier(plan.layer.getSymName()) + "_k" + std::to_string(index) + "_";
   if (auto gemm = dyn_cast<GemmOp>(op)) {
     FailureOr<GemmConfig> c = gemmConfig(gemm);
     std::string name = base + "gemm_" + stringifySlicing(gemm.getSegment()).str() + "_g" +
