@@ -154,7 +154,7 @@ def test_unique_maps_reconstruct_node_and_relation():
 def test_norms_equal_python_counts():
     src, dst, etype, _ = awkward_graph(6)
     g = hector.Graph(src, dst, etype, num_nodes=40, num_relations=7)
-    s, d, r = src.tolist(), dst.tolist(), etype.tolist()
+    d, r = dst.tolist(), etype.tolist()
     mean = [1 / sum(1 for m in range(200) if d[m] == d[k] and r[m] == r[k]) for k in range(200)]
     indeg = [1 / sum(1 for m in range(200) if d[m] == d[k]) for k in range(200)]
     assert g.unsort_edge_data(g.norm_relation).tolist() == mean

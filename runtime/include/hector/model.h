@@ -1,0 +1,77 @@
+//===- hector/model.h - Compiled layers from C++ ----------------*- C++ -*-===//
+//
+// The C++ side of `hector.load`: loads a library built by hectorc, reads the manifests of the
+// layers it registers, and wraps a layer as a torch::nn::Module whose parameters are the layer's
+// weights (initialised as PyG initialises its layers) and whose forward runs the compiled kernels.
+//
+//   auto layers = hector::loadLibrary("rgcn.so");
+//   auto layer = std::make_shared<hector::CompiledLayer>(layers.front(), graph.numRelations());
+//   std::vector<at::Tensor> out = layer->forward(graph, {x, norm});
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "hector/graph.h"
+
+#include <torch/nn/module.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace hector {
+
+/// An input, weight or output of a compiled layer, as its manifest describes it.
+struct TensorDecl {
+  std::string name;
+  /// The index space of an input or output (node, edge, ...), or a weight's slicing
+  /// (relation, ntype, none).
+  std::string kind;
+  std::vector<int64_t> dims;
+  int64_t headAxis = -1;
+  /// A weight's initialiser: glorot, zeros, ones, uniform or normal.
+  std::string init;
+};
+
+/// The interface of one compiled layer (docs/architecture.md, "The emitted library and its ABI").
+struct LayerManifest {
+  std::string layer;     ///< the layer's name in the model file
+  std::string ns;        ///< its torch operator namespace
+  bool entry = false;    ///< whether it is the library's entry layer
+  std::vector<TensorDecl> inputs, weights, outputs;
+  std::string json;      ///< the manifest as the library returned it
+};
+
+/// Loads a library built by hectorc and returns the manifests of the layers it registers (the
+/// entry layer first). Throws std::runtime_error when the file cannot be loaded or registers no
+/// layer. Loading the same path again returns the same manifests.
+std::vector<LayerManifest> loadLibrary(const std::string &path);
+
+/// A compiled layer as a module: `parameters()`, `named_parameters()` (weights of sub-layers keep
+/// their `conv1.W` names), `to()`, optimisers and serialisation work as for any module.
+class CompiledLayer : public torch::nn::Module {
+public:
+  /// Creates the layer's weights: relation-sliced ones as [numRelations, dims...], ntype-sliced
+  /// ones as [numNtypes, dims...], with `options` (dtype, device).
+  CompiledLayer(LayerManifest manifest, int64_t numRelations, int64_t numNtypes = 1,
+                const at::TensorOptions &options = at::TensorOptions().dtype(at::kFloat));
+
+  /// Runs the layer on `graph`; `inputs` in declaration order (edge data in the user's edge
+  /// order). Returns the outputs in declaration order. Wrong counts, shapes, dtypes or devices
+  /// throw c10::Error naming the tensor.
+  std::vector<at::Tensor> forward(const Graph &graph, const std::vector<at::Tensor> &inputs);
+
+  /// The weights in manifest order.
+  std::vector<at::Tensor> weights() const;
+  const LayerManifest &manifest() const { return manifest_; }
+  int64_t numRelations() const { return numRelations_; }
+  int64_t numNtypes() const { return numNtypes_; }
+
+private:
+  LayerManifest manifest_;
+  int64_t numRelations_;
+  int64_t numNtypes_;
+  std::vector<at::Tensor> weights_;
+};
+
+} // namespace hector

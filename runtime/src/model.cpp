@@ -1,0 +1,385 @@
+//===- model.cpp - Loading compiled layers from C++ -------------*- C++ -*-===//
+//
+// dlopen()s a library built by hectorc, finds the operator namespaces it registers, parses each
+// layer's manifest (a small reader for the manifest's JSON subset) and runs the layer's
+// `forward` operator through the dispatcher.
+//
+//===----------------------------------------------------------------------===//
+#include "hector/model.h"
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/util/Exception.h>
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cctype>
+#include <climits>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <numeric>
+#include <set>
+#include <stdexcept>
+#include <variant>
+
+namespace hector {
+namespace {
+
+//===----------------------------------------------------------------------===//
+// A reader for the manifest's JSON
+//===----------------------------------------------------------------------===//
+
+/// A JSON value: null, bool, number, string, array or object.
+struct Json {
+  std::variant<std::nullptr_t, bool, double, std::string, std::vector<Json>,
+               std::map<std::string, Json>>
+      v;
+
+  const Json &at(const std::string &key) const {
+    const auto *obj = std::get_if<std::map<std::string, Json>>(&v);
+    if (!obj || !obj->count(key))
+      throw std::runtime_error("hector manifest: missing field '" + key + "'");
+    return obj->at(key);
+  }
+  bool has(const std::string &key) const {
+    const auto *obj = std::get_if<std::map<std::string, Json>>(&v);
+    return obj && obj->count(key);
+  }
+  const std::vector<Json> &array() const {
+    if (const auto *a = std::get_if<std::vector<Json>>(&v))
+      return *a;
+    throw std::runtime_error("hector manifest: expected an array");
+  }
+  const std::string &str() const {
+    if (const auto *s = std::get_if<std::string>(&v))
+      return *s;
+    throw std::runtime_error("hector manifest: expected a string");
+  }
+  double num() const {
+    if (const auto *d = std::get_if<double>(&v))
+      return *d;
+    throw std::runtime_error("hector manifest: expected a number");
+  }
+  bool boolean() const {
+    if (const auto *b = std::get_if<bool>(&v))
+      return *b;
+    throw std::runtime_error("hector manifest: expected true or false");
+  }
+};
+
+/// Recursive-descent reader of one JSON document (no surrogate pairs beyond the BMP needed:
+/// manifests hold ASCII names).
+class JsonReader {
+public:
+  explicit JsonReader(const std::string &text) : s(text) {}
+
+  Json document() {
+    Json value = parse(0);
+    skip();
+    if (pos != s.size())
+      fail("trailing characters");
+    return value;
+  }
+
+private:
+  const std::string &s;
+  size_t pos = 0;
+
+  [[noreturn]] void fail(const std::string &what) const {
+    throw std::runtime_error("hector manifest: " + what + " at offset " + std::to_string(pos));
+  }
+  void skip() {
+    while (pos < s.size() && std::isspace(static_cast<unsigned char>(s[pos])))
+      ++pos;
+  }
+  bool eat(char c) {
+    skip();
+    if (pos < s.size() && s[pos] == c) {
+      ++pos;
+      return true;
+    }
+    return false;
+  }
+  void expect(char c) {
+    if (!eat(c))
+      fail(std::string("expected '") + c + "'");
+  }
+  bool word(const char *w) {
+    size_t n = std::char_traits<char>::length(w);
+    if (s.compare(pos, n, w) == 0) {
+      pos += n;
+      return true;
+    }
+    return false;
+  }
+
+  Json parse(int depth) {
+    if (depth > 64)
+      fail("nesting too deep");
+    skip();
+    if (pos >= s.size())
+      fail("unexpected end");
+    char c = s[pos];
+    if (c == '{') {
+      ++pos;
+      std::map<std::string, Json> obj;
+      if (!eat('}')) {
+        do {
+          skip();
+          std::string key = string();
+          expect(':');
+          obj[key] = parse(depth + 1);
+        } while (eat(','));
+        expect('}');
+      }
+      return Json{std::move(obj)};
+    }
+    if (c == '[') {
+      ++pos;
+      std::vector<Json> arr;
+      if (!eat(']')) {
+        do
+          arr.push_back(parse(depth + 1));
+        while (eat(','));
+        expect(']');
+      }
+      return Json{std::move(arr)};
+    }
+    if (c == '"')
+      return Json{string()};
+    if (word("true"))
+      return Json{true};
+    if (word("false"))
+      return Json{false};
+    if (word("null"))
+      return Json{nullptr};
+    size_t end = pos;
+    while (end < s.size() && (std::isdigit(static_cast<unsigned char>(s[end])) ||
+                              std::strchr("+-.eE", s[end])))
+      ++end;
+    if (end == pos)
+      fail("unexpected character");
+    double d = std::strtod(s.substr(pos, end - pos).c_str(), nullptr);
+    pos = end;
+    return Json{d};
+  }
+
+  std::string string() {
+    if (pos >= s.size() || s[pos] != '"')
+      fail("expected a string");
+    ++pos;
+    std::string out;
+    while (pos < s.size() && s[pos] != '"') {
+      char c = s[pos++];
+      if (c != '\\') {
+        out.push_back(c);
+        continue;
+      }
+      if (pos >= s.size())
+        fail("unterminated escape");
+      char e = s[pos++];
+      switch (e) {
+      case 'n': out.push_back('\n'); break;
+      case 't': out.push_back('\t'); break;
+      case 'r': out.push_back('\r'); break;
+      case 'b': out.push_back('\b'); break;
+      case 'f': out.push_back('\f'); break;
+      case 'u': {
+        if (pos + 4 > s.size())
+          fail("bad \\u escape");
+        unsigned code = std::stoul(s.substr(pos, 4), nullptr, 16);
+        pos += 4;
+        if (code < 0x80) {
+          out.push_back(static_cast<char>(code));
+        } else if (code < 0x800) {
+          out.push_back(static_cast<char>(0xC0 | (code >> 6)));
+          out.push_back(static_cast<char>(0x80 | (code & 0x3F)));
+        } else {
+          out.push_back(static_cast<char>(0xE0 | (code >> 12)));
+          out.push_back(static_cast<char>(0x80 | ((code >> 6) & 0x3F)));
+          out.push_back(static_cast<char>(0x80 | (code & 0x3F)));
+        }
+        break;
+      }
+      default: out.push_back(e);
+      }
+    }
+    if (pos >= s.size())
+      fail("unterminated string");
+    ++pos;
+    return out;
+  }
+};
+
+std::vector<TensorDecl> decls(const Json &list, const char *kindKey) {
+  std::vector<TensorDecl> out;
+  for (const Json &item : list.array()) {
+    TensorDecl d;
+    d.name = item.at("name").str();
+    d.kind = item.at(kindKey).str();
+    for (const Json &dim : item.at("dims").array())
+      d.dims.push_back(static_cast<int64_t>(dim.num()));
+    d.headAxis = static_cast<int64_t>(item.at("head_axis").num());
+    if (item.has("init"))
+      d.init = item.at("init").str();
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+LayerManifest parseManifest(const std::string &ns, const std::string &json) {
+  Json m = JsonReader(json).document();
+  if (m.at("format").num() != 1)
+    throw std::runtime_error("hector manifest of " + ns + ": unsupported format");
+  LayerManifest out;
+  out.layer = m.at("layer").str();
+  out.ns = ns;
+  out.entry = m.has("entry") && m.at("entry").boolean();
+  out.inputs = decls(m.at("inputs"), "space");
+  out.weights = decls(m.at("weights"), "slicing");
+  out.outputs = decls(m.at("outputs"), "space");
+  out.json = json;
+  return out;
+}
+
+/// The operator namespaces that hold a `manifest` operator of a compiled layer.
+std::set<std::string> layerNamespaces() {
+  std::set<std::string> out;
+  for (const c10::OperatorName &op : c10::Dispatcher::singleton().getAllOpNames()) {
+    const std::string &name = op.name;
+    size_t sep = name.find("::");
+    if (sep != std::string::npos && name.compare(0, 7, "hector_") == 0 &&
+        name.compare(sep, std::string::npos, "::manifest") == 0 && op.overload_name.empty())
+      out.insert(name.substr(0, sep));
+  }
+  return out;
+}
+
+c10::Stack callOp(const std::string &qualified, c10::Stack stack) {
+  c10::OperatorHandle op = c10::Dispatcher::singleton().findSchemaOrThrow(qualified.c_str(), "");
+  op.callBoxed(&stack);
+  return stack;
+}
+
+/// PyG's initialisers on one weight (the same rules as hector.load in Python).
+void initialise(at::Tensor &w, const TensorDecl &d) {
+  at::NoGradGuard guard;
+  if (d.init == "zeros") {
+    w.zero_();
+  } else if (d.init == "ones") {
+    w.fill_(1.0);
+  } else if (d.init == "normal") {
+    w.normal_(0.0, 1.0);
+  } else if (d.init == "uniform") {
+    double bound = 1.0 / std::sqrt(d.dims.empty() ? 1.0 : static_cast<double>(d.dims[0]));
+    w.uniform_(-bound, bound);
+  } else if (d.init == "glorot") {
+    double fanIn = 1, fanOut = d.dims.empty() ? 1 : static_cast<double>(d.dims[0]);
+    if (d.dims.size() >= 2) {
+      fanIn = static_cast<double>(d.dims[0]);
+      fanOut = static_cast<double>(std::accumulate(d.dims.begin() + 1, d.dims.end(), int64_t{1},
+                                                   std::multiplies<int64_t>()));
+    }
+    double bound = std::sqrt(6.0 / (fanIn + fanOut));
+    w.uniform_(-bound, bound);
+  } else {
+    throw std::runtime_error("hector: weight '" + d.name + "' has an unknown initialiser '" +
+                             d.init + "'");
+  }
+}
+
+} // namespace
+
+std::vector<LayerManifest> loadLibrary(const std::string &path) {
+  static std::mutex mutex;
+  static std::map<std::string, std::vector<LayerManifest>> loaded;
+  std::lock_guard<std::mutex> lock(mutex);
+  char resolved[PATH_MAX];
+  if (!realpath(path.c_str(), resolved))
+    throw std::runtime_error("hector::loadLibrary: " + path + " does not exist");
+  std::string key(resolved);
+  if (auto it = loaded.find(key); it != loaded.end())
+    return it->second;
+
+  std::set<std::string> before = layerNamespaces();
+  if (!dlopen(key.c_str(), RTLD_NOW | RTLD_GLOBAL)) {
+    const char *err = dlerror();
+    throw std::runtime_error("hector::loadLibrary: cannot load " + path + ": " +
+                             (err ? err : "unknown error"));
+  }
+  std::vector<LayerManifest> layers;
+  for (const std::string &ns : layerNamespaces())
+    if (!before.count(ns)) {
+      c10::Stack out = callOp(ns + "::manifest", {});
+      layers.push_back(parseManifest(ns, out.at(0).toStringRef()));
+    }
+  if (layers.empty())
+    throw std::runtime_error("hector::loadLibrary: " + path +
+                             " registers no hector layer (not built by hectorc, or already "
+                             "loaded from another path)");
+  std::stable_sort(layers.begin(), layers.end(), [](const LayerManifest &a,
+                                                    const LayerManifest &b) {
+    return a.entry > b.entry;
+  });
+  loaded[key] = layers;
+  return layers;
+}
+
+CompiledLayer::CompiledLayer(LayerManifest manifest, int64_t numRelations, int64_t numNtypes,
+                             const at::TensorOptions &options)
+    : manifest_(std::move(manifest)), numRelations_(numRelations), numNtypes_(numNtypes) {
+  TORCH_CHECK_VALUE(numRelations >= 0 && numNtypes >= 1, "hector::CompiledLayer ",
+                    manifest_.layer, ": numRelations must be >= 0 and numNtypes >= 1, got ",
+                    numRelations, " and ", numNtypes);
+  for (const TensorDecl &d : manifest_.weights) {
+    std::vector<int64_t> shape;
+    if (d.kind == "relation")
+      shape.push_back(numRelations);
+    else if (d.kind == "ntype")
+      shape.push_back(numNtypes);
+    shape.insert(shape.end(), d.dims.begin(), d.dims.end());
+    at::Tensor w = at::empty(shape, options);
+    initialise(w, d);
+    // Sub-layer weights ("conv1.W") live in submodules, so their parameter names keep the dots.
+    torch::nn::Module *owner = this;
+    std::string rest = d.name;
+    for (size_t dot; (dot = rest.find('.')) != std::string::npos; rest = rest.substr(dot + 1)) {
+      std::string child = rest.substr(0, dot);
+      std::shared_ptr<torch::nn::Module> sub;
+      for (const auto &item : owner->named_children())
+        if (item.key() == child)
+          sub = item.value();
+      if (!sub)
+        sub = owner->register_module(child, std::make_shared<torch::nn::Module>(child));
+      owner = sub.get();
+    }
+    weights_.push_back(owner->register_parameter(rest, w));
+  }
+}
+
+std::vector<at::Tensor> CompiledLayer::weights() const { return weights_; }
+
+std::vector<at::Tensor> CompiledLayer::forward(const Graph &graph,
+                                               const std::vector<at::Tensor> &inputs) {
+  const std::string &name = manifest_.layer;
+  TORCH_CHECK_TYPE(inputs.size() == manifest_.inputs.size(), name, ".forward: expected ",
+                   manifest_.inputs.size(), " inputs, got ", inputs.size());
+  TORCH_CHECK_VALUE(graph.numRelations() == numRelations_, name, ".forward: the graph has ",
+                    graph.numRelations(), " relations but the layer was built for ",
+                    numRelations_);
+  TORCH_CHECK_VALUE(graph.numNtypes() == numNtypes_, name, ".forward: the graph has ",
+                    graph.numNtypes(), " node types but the layer was built for ", numNtypes_);
+  c10::Stack stack;
+  stack.emplace_back(graph.tensors());
+  stack.emplace_back(graph.sizes());
+  stack.emplace_back(inputs);
+  stack.emplace_back(weights_);
+  c10::Stack out = callOp(manifest_.ns + "::forward", std::move(stack));
+  return out.at(0).toTensorVector();
+}
+
+} // namespace hector

@@ -1,0 +1,43 @@
+"""The runtime's C++ API (runtime/include/hector/model.h): a C++ program (examples/cpp) loads a
+compiled RGCN, runs it and compares it with a plain ATen reference written in the program."""
+import os
+import pathlib
+import subprocess
+
+import pytest
+import torch.utils
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+BUILD = pathlib.Path(os.environ.get("HECTOR_BUILD_DIR", REPO / "build"))
+
+
+@pytest.fixture(scope="module")
+def program(tmp_path_factory):
+    """examples/cpp built against the runtime."""
+    build = tmp_path_factory.mktemp("cpp")
+    torch_dir = pathlib.Path(torch.utils.cmake_prefix_path) / "Torch"
+    cfg = subprocess.run(["cmake", "-S", str(REPO / "examples" / "cpp"), "-B", str(build),
+                          f"-DTorch_DIR={torch_dir}", f"-DHECTOR_RUNTIME_DIR={BUILD}"],
+                         capture_output=True, text=True)
+    assert cfg.returncode == 0, cfg.stdout + cfg.stderr
+    bld = subprocess.run(["cmake", "--build", str(build), "-j", "2"], capture_output=True,
+                         text=True)
+    assert bld.returncode == 0, bld.stdout + bld.stderr
+    return build / "rgcn_forward"
+
+
+def test_cpp_program_runs_a_compiled_layer(compiled_library, program):
+    lib = compiled_library("rgcn", "in=5", "out=3")
+    run = subprocess.run([str(program), str(lib)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "parameter W [4, 5, 3]" in run.stdout
+    assert "parameter root [5, 3]" in run.stdout
+    assert "max |compiled - reference| = " in run.stdout
+
+
+def test_cpp_program_reports_a_bad_library(program, tmp_path):
+    (tmp_path / "junk.so").write_bytes(b"not a library")
+    run = subprocess.run([str(program), str(tmp_path / "junk.so")], capture_output=True,
+                         text=True)
+    assert run.returncode == 1
+    assert "cannot load" in run.stderr and "junk.so" in run.stderr
