@@ -72,39 +72,6 @@ std::optional<std::string> parseOverride(llvm::StringRef text,
   return std::nullopt;
 }
 
-/// Writes `module` to `path` ("-": stdout). A file is written to a temporary beside it and
-/// renamed into place, so that no partial output is ever visible under `path`.
-int writeOutput(ModuleOp module, llvm::StringRef path) {
-  if (path == "-") {
-    module.print(llvm::outs());
-    llvm::outs() << '\n';
-    llvm::outs().flush();
-    return 0;
-  }
-  int fd;
-  llvm::SmallString<256> temp;
-  if (std::error_code ec = llvm::sys::fs::createUniqueFile(path + ".tmp-%%%%%%%%", fd, temp))
-    return fail("cannot create '" + path + "': " + ec.message());
-  {
-    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
-    module.print(os);
-    os << '\n';
-    os.close();
-    if (os.has_error()) {
-      std::string message = os.error().message();
-      os.clear_error();
-      llvm::sys::fs::remove(temp);
-      return fail("cannot write '" + path + "': " + message);
-    }
-  }
-  if (std::error_code ec = llvm::sys::fs::rename(temp, path)) {
-    llvm::sys::fs::remove(temp);
-    return fail("cannot write '" + path + "': " + ec.message());
-  }
-  return 0;
-}
-
-
 /// Writes `text` (from `print`) to `path` ("-": stdout), atomically for a file.
 int writeText(llvm::StringRef path, llvm::function_ref<LogicalResult(llvm::raw_ostream &)> print) {
   if (path == "-") {
@@ -137,6 +104,16 @@ int writeText(llvm::StringRef path, llvm::function_ref<LogicalResult(llvm::raw_o
     return fail("cannot write '" + path + "': " + ec.message());
   }
   return 0;
+}
+
+/// Writes `module` to `path` ("-": stdout). A file is written to a temporary beside it and
+/// renamed into place, so that no partial output is ever visible under `path`.
+int writeOutput(ModuleOp module, llvm::StringRef path) {
+  return writeText(path, [&](llvm::raw_ostream &os) {
+    module.print(os);
+    os << '\n';
+    return success();
+  });
 }
 
 /// A directory removed (with its contents) when this object dies, unless released.
