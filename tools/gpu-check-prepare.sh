@@ -23,4 +23,12 @@ emit check-hgt_simplified hgt_simplified in=8 out=8 H=2
 emit bench-rgcn rgcn in=64 out=64
 emit bench-rgat_pyg rgat_pyg in=64 d=64 H=1
 emit bench-hgt hgt in=64 out=64 H=1
-echo "wrote $(ls "$out" | wc -l) packages to $out"
+# The real graphs, preprocessed here (the GPU machine has neither ../shared/data nor rdflib).
+mkdir -p "$out/graphs"
+PYTHONPATH="$root/runtime/python:$root/test/python" "$root/.venv/bin/python" - "$out/graphs" <<'PY'
+import dataclasses, pathlib, sys, torch
+from test_models import real_graph
+for name in ("aifb", "umls"):
+    torch.save(dataclasses.asdict(real_graph(name)), pathlib.Path(sys.argv[1]) / f"{name}.pt")
+PY
+echo "wrote $(ls -d "$out"/*-* | wc -l) packages and $(ls "$out/graphs" | wc -l) graphs to $out"

@@ -19,8 +19,23 @@ import sys
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
+PACKAGES = ROOT / "gpu-packages"
 sys.path.insert(0, str(ROOT / "runtime" / "python"))
 sys.path.insert(0, str(ROOT / "test" / "python"))
+
+
+def real_graph(name):
+    """AIFB or UMLS: from the packages' graphs/ (written by gpu-check-prepare.sh), else loaded from
+    ../shared/data; None when neither is there."""
+    import torch
+    from references import TestGraph
+    saved = PACKAGES / "graphs" / f"{name}.pt"
+    if saved.is_file():
+        return TestGraph(**torch.load(saved))
+    if (ROOT.parent / "shared" / "data" / name).is_dir():
+        from test_models import real_graph as load
+        return load(name)
+    return None
 
 
 def build_package(pkg: pathlib.Path, runtime: pathlib.Path, cuda: bool, jobs: int):
@@ -51,12 +66,16 @@ def main():
     ap.add_argument("--parallel", type=int, default=4, help="packages built at once")
     ap.add_argument("--repeat", type=int, default=20, help="timed runs per benchmark")
     args = ap.parse_args()
+    global PACKAGES
+    PACKAGES = args.packages
     os.environ.setdefault("HECTOR_BUILD_DIR", str(args.runtime))
 
     import torch
     cuda = torch.cuda.is_available()
     jobs = max(1, (os.cpu_count() or 2) // args.parallel)
     pkgs = sorted(p for p in args.packages.iterdir() if (p / "manifest.json").is_file())
+    if not pkgs:
+        sys.exit(f"no packages in {args.packages}: run tools/gpu-check-prepare.sh first")
     libs, report = {}, {"device": torch.cuda.get_device_name() if cuda else "cpu",
                         "builds": {}, "checks": [], "bench": []}
     with concurrent.futures.ThreadPoolExecutor(args.parallel) as pool:
@@ -76,10 +95,10 @@ def main():
     def graphs():
         for kw in (dict(seed=0), dict(seed=1, num_relations=1), dict(seed=2, num_nodes=9)):
             yield f"awkward{kw}", awkward_graph(**kw)
-        if (ROOT.parent / "shared" / "data" / "aifb").is_dir():
-            from test_models import real_graph
-            yield "aifb", real_graph("aifb")
-            yield "umls", real_graph("umls")
+        for name in ("aifb", "umls"):
+            g = real_graph(name)
+            if g is not None:
+                yield name, g
 
     def make_graph(g, device):
         return hector.Graph(g.src, g.dst, g.etype, num_nodes=g.num_nodes, ntype=g.ntype,
@@ -127,7 +146,7 @@ def main():
             failures += pyg_on_gpu(name, Layer, report)
 
     for name, lib in sorted(libs.items()):
-        if name.startswith("bench-") and (ROOT.parent / "shared" / "data" / "aifb").is_dir():
+        if name.startswith("bench-") and real_graph("aifb") is not None:
             report["bench"].append(bench(name, hector.load(lib), args.repeat, cuda))
             print(json.dumps(report["bench"][-1]), flush=True)
 
@@ -181,7 +200,7 @@ def bench(name, Layer, repeat, cuda):
     import torch
     import hector
     from references import rgat_pyg, rgcn_norm, rgcn_pyg
-    from test_models import hgt_pyg, real_graph
+    from test_models import hgt_pyg
     dev = "cuda" if cuda else "cpu"
     g = real_graph("aifb")
     graph = hector.Graph(g.src, g.dst, g.etype, num_nodes=g.num_nodes, ntype=g.ntype,
