@@ -546,6 +546,14 @@ LogicalResult ReduceOp::verify() {
   return success();
 }
 
+bool ReduceOp::isRowLocal() {
+  auto result = dyn_cast<ValueType>(getResult().getType());
+  if (!result)
+    return false;
+  Space from = getInput().getType().getSpace(), to = result.getSpace();
+  return from == to || ((from == Space::Src || from == Space::Dst) && to == Space::Edge);
+}
+
 LogicalResult AggregateGradOp::verify() {
   ValueType grad = getGrad().getType();
   if (grad.getSpace() != Space::Node)
@@ -682,7 +690,8 @@ LogicalResult TraversalOp::verifyRegions() {
       return emitOpError() << "body argument #" << i << " type " << arg.getType()
                            << " must equal input #" << i << " type " << input.getType();
   for (Operation &op : body.without_terminator()) {
-    if (!op.hasTrait<OpTrait::TraversalBody>())
+    auto reduce = dyn_cast<ReduceOp>(op);
+    if (!op.hasTrait<OpTrait::TraversalBody>() && !(reduce && reduce.isRowLocal()))
       return op.emitOpError() << "is not allowed in the body of a 'hector.traversal'";
     if (getKind() == TraversalKind::Edge && isa<SoftmaxOp>(op))
       return op.emitOpError() << "needs a node traversal, not an edge traversal";

@@ -620,6 +620,18 @@ hector.layer @l {
 // -----
 
 hector.layer @l {
+  %h = hector.input "h" : !hector.value<edge, [4]>
+  %0 = hector.traversal node (%x = %h) : (!hector.value<edge, [4]>) -> !hector.value<node, [4]> {
+    // expected-error @+1 {{'hector.reduce' op is not allowed in the body of a 'hector.traversal'}}
+    %y = hector.reduce %x : !hector.value<edge, [4]> -> !hector.value<unique_dst, [4]>
+    %z = hector.reduce %y : !hector.value<unique_dst, [4]> -> !hector.value<node, [4]>
+    hector.yield %z : !hector.value<node, [4]>
+  }
+}
+
+// -----
+
+hector.layer @l {
   %h = hector.input "h" : !hector.value<edge, [4h]>
   %0 = hector.traversal edge (%x = %h) : (!hector.value<edge, [4h]>) -> !hector.value<edge, [4h]> {
     // expected-error @+1 {{'hector.softmax' op needs a node traversal, not an edge traversal}}

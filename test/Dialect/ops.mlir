@@ -264,3 +264,22 @@ hector.layer @backward {
   // CHECK: hector.output "grad.W" %{{.*}} : !hector.weight<relation, [64, 4h, 16]>
   hector.output "grad.W" %dW2 : !hector.weight<relation, [64, 4h, 16]>
 }
+
+// A row-local reduction (trailing dims only, or src/dst rows into edge rows) may live in a
+// traversal body.
+// CHECK-LABEL: hector.layer @row_local_reduce
+hector.layer @row_local_reduce {
+  %g = hector.input "g" : !hector.value<node, [16]>
+  %e = hector.input "e" : !hector.value<edge, [16]>
+  // CHECK: hector.traversal edge
+  %0 = hector.traversal edge (%ga = %g, %ea = %e) : (!hector.value<node, [16]>, !hector.value<edge, [16]>) -> !hector.value<edge, []> {
+    %d = hector.dst %ga : !hector.value<node, [16]> -> !hector.value<dst, [16]>
+    // CHECK: hector.reduce %{{.*}} : !hector.value<dst, [16]> -> !hector.value<edge, [16]>
+    %de = hector.reduce %d : !hector.value<dst, [16]> -> !hector.value<edge, [16]>
+    %p = hector.mul %de, %ea : !hector.value<edge, [16]>, !hector.value<edge, [16]> -> !hector.value<edge, [16]>
+    // CHECK: hector.reduce %{{.*}} : !hector.value<edge, [16]> -> !hector.value<edge, []>
+    %r = hector.reduce %p : !hector.value<edge, [16]> -> !hector.value<edge, []>
+    hector.yield %r : !hector.value<edge, []>
+  }
+  hector.output "r" %0 : !hector.value<edge, []>
+}

@@ -3,7 +3,13 @@
 // Every hector.linear becomes a hector.gemm (its gather fused), the remaining compute ops are
 // grouped into hector.traversal regions, and the values that must live in memory between
 // kernels are decided here, so that the kernel-level IR shows them as the results of top-level
-// ops.
+// ops. The backward ops stay top-level kernels of their own where they are not row-local:
+// hector.weight_grad (the GEMM template's outer-product form, its src/dst/unique gathers kept as
+// its private operands), hector.reduce into other rows, hector.weight_matmul_grad and
+// hector.weight_add. Elementwise work on relation, node-type or unsliced rows that reads such a
+// reduction (HGT's gate gradient `sigmoid'(skip) * sum(dh * (m - x))` per type) stays at the
+// top level too, on the R, T or 1 rows of its space, together with the weight-space values it
+// reads.
 //
 //===----------------------------------------------------------------------===//
 #include "hector/Transforms/Passes.h"
@@ -27,9 +33,10 @@ using namespace hector;
 
 namespace {
 
-/// Ops that traversals fuse: everything a traversal body may hold except softmax (decomposed
-/// before the lowering).
-bool isFusible(Operation *op) {
+/// Ops a traversal body may hold, except softmax (decomposed before the lowering).
+bool isTraversalBodyOp(Operation *op) {
+  if (auto reduce = dyn_cast<ReduceOp>(op))
+    return reduce.isRowLocal();
   return op->hasTrait<hector::OpTrait::TraversalBody>() && !isa<SoftmaxOp>(op);
 }
 
@@ -51,6 +58,8 @@ public:
     if (failed(checkInput()))
       return failure();
     createGemms();
+    createWeightGradGathers();
+    findWeightSpaceOps();
     if (failed(decideMaterialised()))
       return failure();
     formKernels();
@@ -62,6 +71,55 @@ private:
   LayerOp layer;
   /// Fusible values that live in memory: the roots of the traversals.
   llvm::SetVector<Value> materialised;
+  /// Graph-access ops kept at the top level as the fused gathers of a hector.weight_grad.
+  llvm::DenseSet<Operation *> gathers;
+
+  /// Elementwise ops on relation, node-type or unsliced rows kept at the top level.
+  llvm::DenseSet<Operation *> weightSpaceOps;
+
+  /// Ops that traversals fuse.
+  bool isFusible(Operation *op) const {
+    return isTraversalBodyOp(op) && !gathers.contains(op) && !weightSpaceOps.contains(op);
+  }
+
+  /// Whether `value` is a value in `relation`, `ntype` or `none` space (one row per slice).
+  static bool isWeightSpace(Value value) {
+    auto type = dyn_cast<ValueType>(value.getType());
+    if (!type)
+      return false;
+    Space space = type.getSpace();
+    return space == Space::Relation || space == Space::NType || space == Space::None;
+  }
+
+  /// Collects the weight-space traversal-body ops that depend on a reduction into weight-space
+  /// rows (a hector.reduce that is not row-local), then the weight-space traversal-body ops
+  /// they read: all of them are computed once per slice at the top level instead of in a
+  /// traversal, which could not store their rows.
+  void findWeightSpaceOps() {
+    auto candidate = [](Operation *op) {
+      return isTraversalBodyOp(op) && op->getNumResults() == 1 && isWeightSpace(op->getResult(0));
+    };
+    for (Operation &op : body()) {
+      if (!candidate(&op))
+        continue;
+      bool dependent = llvm::any_of(op.getOperands(), [&](Value operand) {
+        Operation *def = operand.getDefiningOp();
+        if (auto reduce = dyn_cast_or_null<ReduceOp>(def))
+          return !reduce.isRowLocal();
+        return def && weightSpaceOps.contains(def);
+      });
+      if (dependent)
+        weightSpaceOps.insert(&op);
+    }
+    SmallVector<Operation *> work(weightSpaceOps.begin(), weightSpaceOps.end());
+    while (!work.empty()) {
+      Operation *op = work.pop_back_val();
+      for (Value operand : op->getOperands())
+        if (Operation *def = operand.getDefiningOp())
+          if (candidate(def) && weightSpaceOps.insert(def).second)
+            work.push_back(def);
+    }
+  }
 
   Block &body() { return layer.getBodyRegion().front(); }
 
@@ -100,12 +158,35 @@ private:
       }
       auto gemm = b.create<GemmOp>(linear.getLoc(), linear.getType(), a, linear.getWeight(),
                                    linear.getWeight().getType().getSlicing(), gather,
-                                   GemmScatter::Store, /*transpose_b=*/false);
+                                   GemmScatter::Store, linear.getTransposed());
       linear.getResult().replaceAllUsesWith(gemm.getResult());
       linear.erase();
       if (def && def->use_empty() && isa<SrcOp, DstOp, UniqueGatherOp>(def))
         def->erase();
     }
+  }
+
+  /// Gives every hector.weight_grad operand read through `src`, `dst` or `unique_gather` of a
+  /// node table its own copy of that graph access, right before it: the weight-gradient GEMM
+  /// gathers the node rows itself, so the gathered rows are never materialised.
+  void createWeightGradGathers() {
+    // A unique_gather left without readers (its reader was dead code) is not a kernel.
+    for (UniqueGatherOp unique : llvm::make_early_inc_range(body().getOps<UniqueGatherOp>()))
+      if (unique->use_empty())
+        unique.erase();
+    SmallVector<WeightGradOp> grads(body().getOps<WeightGradOp>());
+    for (WeightGradOp grad : grads)
+      for (OpOperand &operand : grad->getOpOperands()) {
+        Operation *def = operand.get().getDefiningOp();
+        if (!isa_and_nonnull<SrcOp, DstOp, UniqueGatherOp>(def))
+          continue;
+        OpBuilder b(grad);
+        Operation *gather = b.clone(*def);
+        gathers.insert(gather);
+        operand.set(gather->getResult(0));
+        if (def->use_empty())
+          def->erase();
+      }
   }
 
   /// Calls `visit` on every inlined value of the expression tree of `root` (root included),
@@ -179,17 +260,18 @@ private:
     return materialised.insert(value);
   }
 
-  /// Seeds the materialised set with GEMM operands and outputs, then applies the rules of the
-  /// pass description until nothing changes.
+  /// Seeds the materialised set with every fusible value a top-level op reads (GEMM and
+  /// weight-gradient operands, reductions into other rows, outputs), then applies the rules of
+  /// the pass description until nothing changes.
   LogicalResult decideMaterialised() {
     for (Operation &op : body()) {
-      if (auto gemm = dyn_cast<GemmOp>(op))
-        materialise(gemm.getA());
-      else if (auto output = dyn_cast<OutputOp>(op))
-        materialise(output.getValue());
-      else if (auto unique = dyn_cast<UniqueGatherOp>(op))
+      if (auto unique = dyn_cast<UniqueGatherOp>(op); unique && !gathers.contains(unique))
         return unique.emitError("hector.unique_gather is lowered only as the gather of a "
-                                "hector.linear's input");
+                                "hector.linear's input or a hector.weight_grad's operand");
+      if (isFusible(&op))
+        continue;
+      for (Value operand : op.getOperands())
+        materialise(operand);
     }
     bool changed = true;
     while (changed) {

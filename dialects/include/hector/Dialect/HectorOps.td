@@ -582,6 +582,12 @@ def Hector_ReduceOp : Hector_Op<"reduce", [Pure]> {
     $input attr-dict `:` qualified(type($input)) `->` qualified(type($result))
   }];
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Whether every result row is computed from the input row of the same index (a value
+    /// result in the input's space, or `src`/`dst` rows into `edge`): only trailing dimensions
+    /// are summed, so the op may live in a traversal body.
+    bool isRowLocal();
+  }];
 }
 
 def Hector_AggregateGradOp : Hector_Op<"aggregate_grad", [Pure, Hector_TraversalBody]> {
