@@ -340,26 +340,32 @@ static FailureOr<Slicing> productSlicing(Operation *op, WeightType lhs, WeightTy
   return rhs.getSlicing();
 }
 
-LogicalResult WeightDotOp::verify() {
-  WeightType lhs = getLhs().getType(), rhs = getRhs().getType();
-  FailureOr<Slicing> slicing = productSlicing(*this, lhs, rhs);
+/// The type of `hector.weight_dot` of `lhs` and `rhs`, or failure (diagnosed on `op`).
+static FailureOr<WeightType> weightDotType(Operation *op, WeightType lhs, WeightType rhs) {
+  FailureOr<Slicing> slicing = productSlicing(op, lhs, rhs);
   if (failed(slicing))
     return failure();
   RowShape a = lhs.getShape(), b = rhs.getShape();
   if (b.rank() < 1)
-    return emitOpError("rhs needs at least one dimension to contract");
+    return op->emitOpError("rhs needs at least one dimension to contract");
   if (b.isHead(b.rank() - 1))
-    return emitOpError() << "cannot contract a head dimension, got rhs " << formatShape(b);
+    return op->emitOpError() << "cannot contract a head dimension, got rhs " << formatShape(b);
   int64_t prefix = a.rank() - b.rank();
   bool suffix = prefix >= 0 && a.dims.drop_front(prefix) == b.dims &&
                 (b.hasHeads() ? a.headAxis == prefix + b.headAxis
                               : a.headAxis < prefix);
   if (!suffix)
-    return emitOpError() << "rhs shape " << formatShape(b) << " must be a suffix of the lhs shape "
-                         << formatShape(a);
+    return op->emitOpError() << "rhs shape " << formatShape(b)
+                             << " must be a suffix of the lhs shape " << formatShape(a);
   RowShape shape{a.dims.drop_back(), a.headAxis};
-  return checkResultType(*this, WeightType::get(getContext(), *slicing, shape),
-                         getResult().getType());
+  return WeightType::get(op->getContext(), *slicing, shape);
+}
+
+LogicalResult WeightDotOp::verify() {
+  FailureOr<WeightType> expected = weightDotType(*this, getLhs().getType(), getRhs().getType());
+  if (failed(expected))
+    return failure();
+  return checkResultType(*this, *expected, getResult().getType());
 }
 
 LogicalResult WeightGradOp::verify() {
@@ -604,6 +610,16 @@ LogicalResult WeightMatmulGradOp::verify() {
   WeightType result = getResult().getType(), other = getOther().getType();
   FailureOr<WeightType> product = getRhs() ? weightMatmulType(*this, other, result)
                                            : weightMatmulType(*this, result, other);
+  if (failed(product))
+    return failure();
+  return checkResultType(*this, *product, getGrad().getType(), "grad");
+}
+
+LogicalResult WeightDotGradOp::verify() {
+  // The forward product of the result and `other`, in operand order, must have grad's type.
+  WeightType result = getResult().getType(), other = getOther().getType();
+  FailureOr<WeightType> product = getRhs() ? weightDotType(*this, other, result)
+                                           : weightDotType(*this, result, other);
   if (failed(product))
     return failure();
   return checkResultType(*this, *product, getGrad().getType(), "grad");

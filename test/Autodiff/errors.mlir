@@ -57,3 +57,14 @@ hector.layer @clash {
 // expected-note @+1 {{defined here}}
 hector.layer @clash_backward attributes {hector.forward = @other} {
 }
+
+// -----
+
+// A reduction of trailing dimensions has no derivative rule (its adjoint is a broadcast over
+// dimensions): the pass fails instead of dropping the gradient of x.
+hector.layer @no_rule {
+  %x = hector.input "x" : !hector.value<node, [8]>
+  // expected-error @+1 {{hector-autodiff: no derivative rule for 'hector.reduce' with operand types '!hector.value<node, [8]>' and result type '!hector.value<node, []>': its operands' gradients cannot be computed}}
+  %y = hector.reduce %x : !hector.value<node, [8]> -> !hector.value<node, []>
+  hector.output "y" %y : !hector.value<node, []>
+}

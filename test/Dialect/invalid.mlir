@@ -895,3 +895,21 @@ hector.layer @l {
   // expected-error @+1 {{'hector.weight_dot' op result type must be '!hector.weight<relation, [64, 4h]>', got '!hector.weight<none, [64, 4h]>'}}
   %0 = hector.weight_dot %A, %B : !hector.weight<relation, [64, 4h, 16]>, !hector.weight<none, [4h, 16]> -> !hector.weight<none, [64, 4h]>
 }
+
+// -----
+
+hector.layer @l {
+  %g = hector.weight "g" zeros : !hector.weight<relation, [64, 4h]>
+  %a = hector.weight "a" glorot : !hector.weight<none, [4h, 16]>
+  // expected-error @+1 {{'hector.weight_dot_grad' op grad type must be '!hector.weight<none, [64, 4h]>', got '!hector.weight<relation, [64, 4h]>'}}
+  %0 = hector.weight_dot_grad lhs %g, %a : !hector.weight<relation, [64, 4h]>, !hector.weight<none, [4h, 16]> -> !hector.weight<none, [64, 4h, 16]>
+}
+
+// -----
+
+hector.layer @l {
+  %g = hector.weight "g" zeros : !hector.weight<relation, [64, 4h]>
+  %W = hector.weight "W" glorot : !hector.weight<relation, [64, 4h, 16]>
+  // expected-error @+1 {{'hector.weight_dot_grad' op rhs shape [4h, 8] must be a suffix of the lhs shape [64, 4h, 16]}}
+  %0 = hector.weight_dot_grad rhs %g, %W : !hector.weight<relation, [64, 4h]>, !hector.weight<relation, [64, 4h, 16]> -> !hector.weight<relation, [4h, 8]>
+}

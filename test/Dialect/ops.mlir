@@ -259,6 +259,12 @@ hector.layer @backward {
   %dc = hector.weight_matmul_grad lhs %dW0, %V : !hector.weight<relation, [16, 16]>, !hector.weight<none, [4, 16, 16]> -> !hector.weight<relation, [4]>
   // CHECK: hector.weight_matmul_grad rhs %dW0, %comp : !hector.weight<relation, [16, 16]>, !hector.weight<relation, [4]> -> !hector.weight<none, [4, 16, 16]>
   %dV = hector.weight_matmul_grad rhs %dW0, %c : !hector.weight<relation, [16, 16]>, !hector.weight<relation, [4]> -> !hector.weight<none, [4, 16, 16]>
+  %dP = hector.weight "dP" zeros : !hector.weight<relation, [64, 4h]>
+  %att = hector.weight "att" glorot : !hector.weight<none, [4h, 16]>
+  // CHECK: hector.weight_dot_grad lhs %dP, %att : !hector.weight<relation, [64, 4h]>, !hector.weight<none, [4h, 16]> -> !hector.weight<relation, [64, 4h, 16]>
+  %dWd = hector.weight_dot_grad lhs %dP, %att : !hector.weight<relation, [64, 4h]>, !hector.weight<none, [4h, 16]> -> !hector.weight<relation, [64, 4h, 16]>
+  // CHECK: hector.weight_dot_grad rhs %dP, %W : !hector.weight<relation, [64, 4h]>, !hector.weight<relation, [64, 4h, 16]> -> !hector.weight<none, [4h, 16]>
+  %datt = hector.weight_dot_grad rhs %dP, %W : !hector.weight<relation, [64, 4h]>, !hector.weight<relation, [64, 4h, 16]> -> !hector.weight<none, [4h, 16]>
   // CHECK: hector.weight_add %{{.*}}, %{{.*}} : !hector.weight<relation, [64, 4h, 16]>
   %dW2 = hector.weight_add %dW, %dW : !hector.weight<relation, [64, 4h, 16]>
   // CHECK: hector.output "grad.W" %{{.*}} : !hector.weight<relation, [64, 4h, 16]>

@@ -87,8 +87,8 @@ bool isCheap(Operation *op) {
 StringRef unsupportedReason(Operation *op) {
   if (isa<GemmOp, TraversalOp, YieldOp>(op))
     return "is a kernel-level op: run hector-autodiff before the lowering";
-  if (isa<WeightGradOp, ReduceOp, AggregateGradOp, LeakyReluGradOp, GeluGradOp, NarrowOp,
-          WeightMatmulGradOp, WeightAddOp>(op))
+  if (isa<WeightGradOp, AggregateGradOp, LeakyReluGradOp, GeluGradOp, NarrowOp,
+          WeightMatmulGradOp, WeightDotGradOp, WeightAddOp>(op))
     return "is a backward op: differentiating a backward layer is not supported";
   if (auto linear = dyn_cast<LinearOp>(op); linear && linear.getTransposed())
     return "is a transposed linear, which only backward layers hold: differentiating a "
@@ -104,11 +104,12 @@ public:
     b.setInsertionPointToEnd(backward.getBody());
   }
 
-  /// Fills the backward layer and adds the saved outputs to the forward one.
-  void run();
+  /// Fills the backward layer and adds the saved outputs to the forward one. Fails (with an
+  /// error at the op) when an op whose result has a gradient has no derivative rule.
+  LogicalResult run();
   /// Fills the backward layer only, recording the forward values the derivative rules read.
   /// `pinned` then holds the results of expensive ops that must be saved in any case.
-  void recordDemands();
+  LogicalResult recordDemands();
   /// Values whose saving is unavoidable (see recordDemands), from an earlier builder.
   void setPinned(llvm::DenseSet<Value> values) { pinned = std::move(values); }
   const llvm::DenseSet<Value> &getPinned() const { return pinned; }
@@ -126,10 +127,14 @@ private:
   void accumulate(Value value, Value grad);
   /// Sums `grad` into the rows and shape of the gradient of a value of type `type`.
   Value reduceTo(Value grad, Type type);
-  /// Adds the gradients of the operands of `op` given the gradient `grad` of its result.
-  void differentiate(Operation *op, Value grad);
+  /// Adds the gradients of the operands of `op` given the gradient `grad` of its result; emits
+  /// an error at `op` and fails when no derivative rule covers it.
+  LogicalResult differentiate(Operation *op, Value grad);
+  /// The gradient of the operand of a forward `hector.reduce` given the gradient `dy` of its
+  /// result: `dy` read back on the operand's rows, or null when no rule covers the reduction.
+  Value reduceGrad(ReduceOp reduce, Value dy);
   /// The body of run() and recordDemands(): the backward layer's body.
-  void buildBody();
+  LogicalResult buildBody();
   /// Declares the backward's inputs in the order of the interface: forward inputs, saved
   /// activations, output gradients.
   void orderInputs();
@@ -268,11 +273,37 @@ Value BackwardBuilder::reduceTo(Value grad, Type type) {
   return b.create<ReduceOp>(grad.getLoc(), target, grad);
 }
 
-void BackwardBuilder::differentiate(Operation *op, Value dy) {
+Value BackwardBuilder::reduceGrad(ReduceOp reduce, Value dy) {
+  auto in = cast<ValueType>(reduce.getInput().getType());
+  auto out = dyn_cast<ValueType>(reduce.getResult().getType());
+  // Only reductions over rows are covered: summed trailing dimensions or rows summed into
+  // relation, node-type or unsliced rows would need a broadcast the dialect cannot express.
+  if (!out || out.getShape() != in.getShape())
+    return Value();
+  Location loc = reduce.getLoc();
+  Space from = in.getSpace(), to = out.getSpace();
+  bool perEdge = from == Space::Src || from == Space::Dst || from == Space::Edge;
+  // The same rows, or src/dst rows read as edge rows: the gradient is dy itself.
+  if (from == to || (to == Space::Edge && perEdge))
+    return dy;
+  // Edges summed into their unique pair: every edge reads its pair's gradient.
+  if (perEdge && (to == Space::UniqueSrc || to == Space::UniqueDst))
+    return b.create<UniqueExpandOp>(loc, cast<ValueType>(dy.getType()).withSpace(Space::Edge),
+                                    dy);
+  // Unique pairs summed into their node: every pair reads its node's gradient.
+  if (to == Space::Node && (from == Space::UniqueSrc || from == Space::UniqueDst))
+    return b.create<UniqueGatherOp>(
+        loc, cast<ValueType>(dy.getType()).withSpace(from),
+        from == Space::UniqueSrc ? EdgeEnd::Src : EdgeEnd::Dst, dy);
+  return Value();
+}
+
+LogicalResult BackwardBuilder::differentiate(Operation *op, Value dy) {
   Location loc = op->getLoc();
   MLIRContext *ctx = b.getContext();
   // Adds the gradient `g` of operand `x`, first summed into x's rows and shape.
   auto give = [&](Value x, Value g) { accumulate(x, reduceTo(g, x.getType())); };
+  bool covered = true;
 
   llvm::TypeSwitch<Operation *>(op)
       .Case([&](SrcOp src) {
@@ -308,6 +339,22 @@ void BackwardBuilder::differentiate(Operation *op, Value dy) {
         if (wants(rhs))
           give(rhs, b.create<WeightMatmulGradOp>(loc, rhs.getType(), /*rhs=*/true, dy,
                                                  materialize(lhs)));
+      })
+      .Case([&](WeightDotOp dot) {
+        Value lhs = dot.getLhs(), rhs = dot.getRhs();
+        if (wants(lhs))
+          give(lhs, b.create<WeightDotGradOp>(loc, lhs.getType(), /*rhs=*/false, dy,
+                                              materialize(rhs)));
+        if (wants(rhs))
+          give(rhs, b.create<WeightDotGradOp>(loc, rhs.getType(), /*rhs=*/true, dy,
+                                              materialize(lhs)));
+      })
+      .Case([&](ReduceOp reduce) {
+        Value dx = reduceGrad(reduce, dy);
+        if (dx)
+          give(reduce.getInput(), dx);
+        else
+          covered = false;
       })
       .Case([&](DotOp dot) {
         Value lhs = dot.getLhs(), rhs = dot.getRhs();
@@ -435,7 +482,13 @@ void BackwardBuilder::differentiate(Operation *op, Value dy) {
                         .withSpace(cast<ValueType>(dy.getType()).getSpace());
         give(x, b.create<SplitHeadsOp>(loc, type, dy));
       })
-      .Default([](Operation *) {});
+      .Default([&](Operation *) { covered = false; });
+  if (covered)
+    return success();
+  return op->emitError() << "hector-autodiff: no derivative rule for '" << op->getName()
+                         << "' with operand types " << op->getOperandTypes()
+                         << " and result type " << op->getResultTypes()
+                         << ": its operands' gradients cannot be computed";
 }
 
 void BackwardBuilder::orderInputs() {
@@ -452,13 +505,14 @@ void BackwardBuilder::orderInputs() {
     op->moveBefore(&body.front());
 }
 
-void BackwardBuilder::recordDemands() {
+LogicalResult BackwardBuilder::recordDemands() {
   recording = true;
-  buildBody();
+  return buildBody();
 }
 
-void BackwardBuilder::run() {
-  buildBody();
+LogicalResult BackwardBuilder::run() {
+  if (failed(buildBody()))
+    return failure();
   Block &body = *forward.getBody();
   // Name the saved activations in forward order and return them from the forward.
   llvm::sort(saved, [](const auto &a, const auto &b) {
@@ -471,9 +525,10 @@ void BackwardBuilder::run() {
     fb.create<OutputOp>(entry.first.getLoc(), name, entry.first);
   }
   orderInputs();
+  return success();
 }
 
-void BackwardBuilder::buildBody() {
+LogicalResult BackwardBuilder::buildBody() {
   findNeeded();
   Block &body = *forward.getBody();
 
@@ -497,7 +552,8 @@ void BackwardBuilder::buildBody() {
     if (op.getNumResults() != 1 || isa<InputOp, WeightOp>(op))
       continue;
     if (Value dy = grads.lookup(op.getResult(0)))
-      differentiate(&op, dy);
+      if (failed(differentiate(&op, dy)))
+        return failure();
   }
 
   // One gradient output per input and weight that some output depends on.
@@ -514,6 +570,7 @@ void BackwardBuilder::buildBody() {
       grad = b.create<ReduceOp>(op.getLoc(), type, grad);
     b.create<OutputOp>(op.getLoc(), (kGradPrefix + name).str(), grad);
   }
+  return success();
 }
 
 /// Checks that `layer` can be differentiated; emits an error at the offending op otherwise.
@@ -565,11 +622,14 @@ struct AutodiffPass : public hector::impl::AutodiffBase<AutodiffPass> {
       // the real one recomputes the cheap values that only depend on those.
       auto scratch = mb.create<LayerOp>(layer.getLoc(), name + ".scratch", DictionaryAttr());
       BackwardBuilder demands(layer, scratch);
-      demands.recordDemands();
+      LogicalResult recorded = demands.recordDemands();
       scratch.erase();
+      if (failed(recorded))
+        return signalPassFailure();
       BackwardBuilder builder(layer, backward);
       builder.setPinned(demands.getPinned());
-      builder.run();
+      if (failed(builder.run()))
+        return signalPassFailure();
     }
   }
 };

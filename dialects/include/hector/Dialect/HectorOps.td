@@ -719,6 +719,36 @@ def Hector_WeightMatmulGradOp : Hector_Op<"weight_matmul_grad", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Hector_WeightDotGradOp : Hector_Op<"weight_dot_grad", [Pure]> {
+  let summary = "gradient of a weight-by-vector inner product with respect to one operand";
+  let description = [{
+    For `C = weight_dot A, B` (A `[p..., s..., d]`, B `[s..., d]`, C `[p..., s...]`) and the
+    gradient `grad` of C:
+
+    - `lhs` (`other` is B): `dA[p..., s..., d] = grad[p..., s...] B[s..., d]`
+    - `rhs` (`other` is A): `dB[s..., d] = sum_{p...} grad[p..., s...] A[p..., s..., d]`
+
+    slice by slice; where the result is unsliced but `grad` is sliced, the slices' products are
+    summed. The result type must be such that the forward product of it and `other` (in
+    operand order) has `grad`'s type.
+
+    Example:
+
+    ```mlir
+    %da = hector.weight_dot_grad rhs %dP, %W
+            : !hector.weight<relation, [64, 4h]>, !hector.weight<relation, [64, 4h, 16]>
+            -> !hector.weight<relation, [4h, 16]>
+    ```
+  }];
+  let arguments = (ins UnitAttr:$rhs, Hector_WeightType:$grad, Hector_WeightType:$other);
+  let results = (outs Hector_WeightType:$result);
+  let assemblyFormat = [{
+    (`rhs` $rhs^) : (`lhs`)? $grad `,` $other attr-dict
+      `:` qualified(type($grad)) `,` qualified(type($other)) `->` qualified(type($result))
+  }];
+  let hasVerifier = 1;
+}
+
 def Hector_WeightAddOp : Hector_Op<"weight_add", [Pure, SameOperandsAndResultType]> {
   let summary = "sum of two weights of the same type (accumulates weight gradients)";
   let description = [{
