@@ -377,33 +377,25 @@ private:
 
   // expr := term (('+' | '-') term)*
   ExprPtr parseExpr(unsigned depth = 0) {
-    ExprPtr lhs = parseTerm(depth);
-    while (lhs && (at(TokKind::Plus) || at(TokKind::Minus))) {
-      auto node = std::make_unique<Expr>();
-      node->kind = Expr::Kind::Binary;
-      node->op = cur().text[0];
-      node->loc = curLoc();
-      advance();
-      ExprPtr rhs = parseTerm(depth);
-      if (!rhs)
-        return nullptr;
-      node->args.push_back(std::move(lhs));
-      node->args.push_back(std::move(rhs));
-      lhs = finish(std::move(node));
-    }
-    return lhs;
+    return parseLeftAssociative(depth, TokKind::Plus, TokKind::Minus, &Parser::parseTerm);
   }
 
   // term := unary (('*' | '/') unary)*
   ExprPtr parseTerm(unsigned depth) {
-    ExprPtr lhs = parseUnary(depth);
-    while (lhs && (at(TokKind::Star) || at(TokKind::Slash))) {
+    return parseLeftAssociative(depth, TokKind::Star, TokKind::Slash, &Parser::parseUnary);
+  }
+
+  /// One left-associative level of binary operators `a` and `b` over operands from `operand`.
+  ExprPtr parseLeftAssociative(unsigned depth, TokKind a, TokKind b,
+                               ExprPtr (Parser::*operand)(unsigned)) {
+    ExprPtr lhs = (this->*operand)(depth);
+    while (lhs && (at(a) || at(b))) {
       auto node = std::make_unique<Expr>();
       node->kind = Expr::Kind::Binary;
       node->op = cur().text[0];
       node->loc = curLoc();
       advance();
-      ExprPtr rhs = parseUnary(depth);
+      ExprPtr rhs = (this->*operand)(depth);
       if (!rhs)
         return nullptr;
       node->args.push_back(std::move(lhs));
