@@ -226,6 +226,9 @@ std::vector<TensorDecl> decls(const Json &list, const char *kindKey) {
     d.headAxis = static_cast<int64_t>(item.at("head_axis").num());
     if (item.has("init"))
       d.init = item.at("init").str();
+    d.saved = item.has("saved") && item.at("saved").boolean();
+    d.used = !item.has("used") || item.at("used").boolean();
+    d.internalOrder = item.has("order") && item.at("order").str() == "internal";
     out.push_back(std::move(d));
   }
   return out;
@@ -242,6 +245,10 @@ LayerManifest parseManifest(const std::string &ns, const std::string &json) {
   out.inputs = decls(m.at("inputs"), "space");
   out.weights = decls(m.at("weights"), "slicing");
   out.outputs = decls(m.at("outputs"), "space");
+  if (m.has("backward"))
+    out.backward = m.at("backward").str();
+  if (m.has("forward"))
+    out.forward = m.at("forward").str();
   out.json = json;
   return out;
 }
@@ -294,6 +301,22 @@ void initialise(at::Tensor &w, const TensorDecl &d) {
 
 } // namespace
 
+const LayerManifest &manifestOf(const std::string &ns) {
+  static std::mutex mutex;
+  static std::map<std::string, std::unique_ptr<LayerManifest>> parsed;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = parsed.find(ns);
+  if (it == parsed.end()) {
+    if (!c10::Dispatcher::singleton().findSchema({ns + "::manifest", ""}))
+      throw std::runtime_error("hector: no compiled layer is registered as '" + ns +
+                               "' (load its library first)");
+    c10::Stack out = callOp(ns + "::manifest", {});
+    it = parsed.emplace(ns, std::make_unique<LayerManifest>(
+                                parseManifest(ns, out.at(0).toStringRef()))).first;
+  }
+  return *it->second;
+}
+
 std::vector<LayerManifest> loadLibrary(const std::string &path) {
   static std::mutex mutex;
   static std::map<std::string, std::vector<LayerManifest>> loaded;
@@ -314,8 +337,9 @@ std::vector<LayerManifest> loadLibrary(const std::string &path) {
   std::vector<LayerManifest> layers;
   for (const std::string &ns : layerNamespaces())
     if (!before.count(ns)) {
-      c10::Stack out = callOp(ns + "::manifest", {});
-      layers.push_back(parseManifest(ns, out.at(0).toStringRef()));
+      const LayerManifest &manifest = manifestOf(ns);
+      if (manifest.forward.empty()) // backward layers run inside applyLayer only
+        layers.push_back(manifest);
     }
   if (layers.empty())
     throw std::runtime_error("hector::loadLibrary: " + path +
@@ -373,13 +397,7 @@ std::vector<at::Tensor> CompiledLayer::forward(const Graph &graph,
                     numRelations_);
   TORCH_CHECK_VALUE(graph.numNtypes() == numNtypes_, name, ".forward: the graph has ",
                     graph.numNtypes(), " node types but the layer was built for ", numNtypes_);
-  c10::Stack stack;
-  stack.emplace_back(graph.tensors());
-  stack.emplace_back(graph.sizes());
-  stack.emplace_back(inputs);
-  stack.emplace_back(weights_);
-  c10::Stack out = callOp(manifest_.ns + "::forward", std::move(stack));
-  return out.at(0).toTensorVector();
+  return applyLayer(manifest_, graph, inputs, weights_);
 }
 
 } // namespace hector

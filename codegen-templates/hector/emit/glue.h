@@ -98,6 +98,27 @@ inline void checkArgument(const at::Tensor &t, const std::string &what, at::Scal
                     ", got ", formatShape("", actual));
 }
 
+/// `t` viewed as rows of `inner` (a leading dimension of t.numel() / prod(inner) rows).
+inline at::Tensor rowView(const at::Tensor &t, std::vector<std::int64_t> inner) {
+  std::int64_t m = 1;
+  for (std::int64_t d : inner)
+    m *= d;
+  inner.insert(inner.begin(), m == 0 ? 0 : t.numel() / m);
+  return t.reshape(inner);
+}
+
+/// `t` (rows of `m` elements: one row, or `rows` rows) as [rows, n], every element repeated
+/// n / m times: the dialect's broadcasting of a single row and of a shape prefix.
+inline at::Tensor broadcastRows(const at::Tensor &t, std::int64_t m, std::int64_t rows,
+                                std::int64_t n) {
+  at::Tensor v = rowView(t, {m});
+  if (v.size(0) != rows)
+    v = v.expand({rows, m});
+  if (n != m)
+    v = v.unsqueeze(2).expand({rows, m, n / m}).reshape({rows, n});
+  return v;
+}
+
 /// Throws a RuntimeError naming the kernel when a CUDA launch failed.
 inline void checkLaunch(const char *error, const char *kernel) {
   TORCH_CHECK(error == nullptr, "hector: CUDA kernel ", kernel, " failed: ", error);

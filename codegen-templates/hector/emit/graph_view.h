@@ -66,6 +66,19 @@ template <typename T> HECTOR_HD T gelu(T x) {
   using std::erf;
   return T(0.5) * x * (T(1) + erf(x * T(0.70710678118654752440)));
 }
+/// Gradient of leakyRelu (and of relu with slope 0) at x for the output gradient g: as in
+/// PyTorch, the derivative at 0 is the slope.
+template <typename T> HECTOR_HD T leakyReluGrad(T g, T x, T slope) {
+  return x > T(0) ? g : slope * g;
+}
+/// Gradient of the exact GELU: g * (Phi(x) + x phi(x)).
+template <typename T> HECTOR_HD T geluGrad(T g, T x) {
+  using std::erf;
+  using std::exp;
+  const T cdf = T(0.5) * (T(1) + erf(x * T(0.70710678118654752440)));
+  const T pdf = T(0.39894228040143267794) * exp(T(-0.5) * x * x);
+  return g * (cdf + x * pdf);
+}
 } // namespace ops
 
 } // namespace emit

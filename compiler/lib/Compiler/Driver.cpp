@@ -6,6 +6,8 @@
 //===----------------------------------------------------------------------===//
 #include "hector/Compiler/Driver.h"
 
+#include "hector/Autodiff/Passes.h"
+
 #include "hector/Compiler/MLIRGen.h"
 #include "hector/Dialect/HectorDialect.h"
 #include "hector/Dialect/HectorOps.h"
@@ -363,6 +365,13 @@ int runCompiler(const CompilerOptions &options) {
   if (failed(applyPassManagerCLOptions(pm)))
     return 1;
   applyDefaultTimingPassManagerCLOptions(pm);
+  // Training: every layer gets a backward layer, lowered and emitted like the forward, unless
+  // the input already holds them (dialect text printed after hector-autodiff).
+  bool derived = llvm::any_of(module->getOps<LayerOp>(), [](LayerOp layer) {
+    return layer->hasAttr(kBackwardAttrName) || layer->hasAttr(kForwardAttrName);
+  });
+  if (options.backward && !derived)
+    pm.addPass(createAutodiff());
   PipelineOptions pipelineOptions;
   buildHectorPipeline(pm, pipelineOptions);
   if (failed(pm.run(*module)))

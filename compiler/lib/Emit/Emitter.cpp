@@ -13,6 +13,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Support/xxhash.h"
@@ -129,9 +130,29 @@ struct GemmConfig {
   bool weightProduct = false;
 };
 
+/// What runs one top-level op of the kernel-level IR.
+enum class KernelKind {
+  Gemm,          ///< hector.gemm: the segmented GEMM template
+  WeightProduct, ///< hector.weight_matmul: the GEMM template over weight slices
+  Traversal,     ///< hector.traversal: an edge or node traversal
+  WeightGrad,    ///< hector.weight_grad, and hector.reduce into coarser rows: the GEMM
+                 ///< template's outer-product (weight-gradient) form
+  Glue,          ///< O(weights) or O(slices) work done with ATen in the glue: weight-space
+                 ///< products and their gradients, reductions that keep the rows, elementwise
+                 ///< ops on relation/ntype/unsliced rows
+};
+
 struct Kernel {
   Operation *op;
   std::string name;
+  KernelKind kind;
+};
+
+/// A top-level hector.src / hector.dst / hector.unique_gather: the operand of a weight gradient
+/// read through a gather that the kernel fuses.
+struct GatherMarker {
+  Value table;        ///< the node table read
+  std::string gather; ///< the GraphView index array
 };
 
 struct LayerPlan {
@@ -147,7 +168,17 @@ struct LayerPlan {
   SmallVector<Kernel> kernels;
   /// The glue's tensor variable of every top-level value.
   llvm::DenseMap<Value, std::string> tensors;
+  /// Top-level gathers, fused into the weight gradients that read them.
+  llvm::DenseMap<Value, GatherMarker> gathers;
+  /// The namespace of the backward layer (for a forward layer with one) or of the forward layer
+  /// (for a backward layer); filled in by planModule.
+  std::string backwardOf, forwardOf;
 };
+
+/// Whether `output` is an activation saved for the backward layer (kept in the graph's
+/// internal edge order: it only travels from the forward to the backward kernels).
+bool isSavedOutput(OutputOp output) { return output.getName().starts_with("saved."); }
+bool isSavedInput(InputOp input) { return input.getName().starts_with("saved."); }
 
 /// The GEMM configuration of `op`, or an error at its location.
 FailureOr<GemmConfig> gemmConfig(GemmOp op) {
@@ -262,6 +293,123 @@ GemmConfig weightProductConfig(WeightMatmulOp op) {
   return c;
 }
 
+/// The configuration of one instance of the weight-gradient (outer-product) form of the GEMM
+/// template: per segment s, dB[s] = sum over its rows r of A[gatherA(r)]^T dC[gatherC(r)].
+/// A hector.reduce into coarser rows is the same with A a single 1 (K = 1, lda = 0).
+struct WeightGradConfig {
+  int64_t heads = 1, k = 0, n = 0;
+  std::string numSegments, segOffsets, numRows, gatherA = "nullptr", gatherC = "nullptr";
+  /// The tensors read: A (or empty for a reduction: the glue's `one`) and dC.
+  Value a, c;
+  /// A reduction that also sums trailing dimensions: dC is the input summed down to `n` first.
+  bool presum = false;
+};
+
+/// The rows of the weight-gradient form for rows in `rows` grouped by `into` (a slicing's
+/// space: relation, ntype or none), or an error at `op`.
+LogicalResult segmentRows(Operation *op, Space rows, Space into, WeightGradConfig &c) {
+  bool edge = rows == Space::Edge || rows == Space::Src || rows == Space::Dst;
+  bool unique = rows == Space::UniqueSrc || rows == Space::UniqueDst;
+  std::string side = rows == Space::UniqueSrc ? "Src" : "Dst";
+  if (into == Space::Relation && (edge || unique)) {
+    c.numSegments = "g.numRelations";
+    c.segOffsets = edge ? "g.relPtr" : "g.unique" + side + "Ptr";
+    c.numRows = edge ? "g.numEdges" : "g.numUnique" + side;
+    return success();
+  }
+  if (into == Space::NType && rows == Space::Node) {
+    c.numSegments = "g.numNtypes";
+    c.segOffsets = "g.ntypePtr";
+    c.numRows = "g.numNodes";
+    c.gatherC = "g.ntypePerm";
+    return success();
+  }
+  if (into == Space::None && (rows == Space::Node || edge || unique)) {
+    c.numSegments = "1";
+    c.segOffsets = rows == Space::Node ? "g.nodeRange"
+                   : edge              ? "g.edgeRange"
+                                       : "g.unique" + side + "Range";
+    c.numRows = rows == Space::Node ? "g.numNodes" : edge ? "g.numEdges" : "g.numUnique" + side;
+    return success();
+  }
+  return op->emitError() << "cannot emit a sum of rows indexed by " << stringifySpace(rows)
+                         << " into rows indexed by " << stringifySpace(into);
+}
+
+/// Whether a top-level hector.reduce sums rows (a weight-gradient kernel) rather than only
+/// trailing dimensions of each row (glue).
+bool reduceSumsRows(ReduceOp op) {
+  Space from = op.getInput().getType().getSpace();
+  Space to = isa<WeightType>(op.getResult().getType())
+                 ? sliceSpace(cast<WeightType>(op.getResult().getType()).getSlicing())
+                 : cast<ValueType>(op.getResult().getType()).getSpace();
+  if (from == to)
+    return false;
+  // Rows of the small spaces are summed in the glue.
+  return from != Space::Relation && from != Space::NType && from != Space::None;
+}
+
+FailureOr<WeightGradConfig> weightGradConfig(Operation *op, const LayerPlan &plan) {
+  WeightGradConfig c;
+  if (auto reduce = dyn_cast<ReduceOp>(op)) {
+    Type resultType = reduce.getResult().getType();
+    Space to = isa<WeightType>(resultType)
+                   ? sliceSpace(cast<WeightType>(resultType).getSlicing())
+                   : cast<ValueType>(resultType).getSpace();
+    ArrayRef<int64_t> outDims = isa<WeightType>(resultType)
+                                    ? cast<WeightType>(resultType).getDims()
+                                    : cast<ValueType>(resultType).getDims();
+    if (failed(segmentRows(op, reduce.getInput().getType().getSpace(), to, c)))
+      return failure();
+    c.k = 1;
+    c.n = numElements(outDims);
+    c.presum = c.n != numElements(reduce.getInput().getType().getDims());
+    c.c = reduce.getInput();
+    return c;
+  }
+  auto grad = cast<WeightGradOp>(op);
+  WeightType w = grad.getResult().getType();
+  RowShape shape = w.getShape();
+  if (shape.headAxis == 0) {
+    c.heads = shape.dims[0];
+    c.k = shape.dims[1];
+    c.n = numElements(shape.dims.drop_front(2));
+  } else {
+    c.k = shape.dims[0];
+    c.n = numElements(shape.dims.drop_front(1));
+  }
+  auto resolve = [&](Value v, std::string &gather) -> Value {
+    auto it = plan.gathers.find(v);
+    if (it == plan.gathers.end())
+      return v;
+    gather = it->second.gather;
+    return it->second.table;
+  };
+  std::string gatherA, gatherC;
+  c.a = resolve(grad.getInput(), gatherA);
+  c.c = resolve(grad.getGrad(), gatherC);
+  if (failed(segmentRows(op, grad.getGrad().getType().getSpace(), sliceSpace(w.getSlicing()), c)))
+    return failure();
+  if (c.gatherC != "nullptr") {
+    // Node rows grouped by type: both operands are node tables read through the permutation.
+    if (!gatherA.empty() || !gatherC.empty())
+      return op->emitError("a per-type weight gradient reads node tables, not gathered rows");
+    c.gatherA = c.gatherC;
+  } else {
+    if (!gatherA.empty())
+      c.gatherA = gatherA;
+    if (!gatherC.empty())
+      c.gatherC = gatherC;
+  }
+  int64_t aRow = numElements(cast<ValueType>(c.a.getType()).getDims());
+  int64_t cRow = numElements(cast<ValueType>(c.c.getType()).getDims());
+  if (aRow != c.heads * c.k || cRow != c.heads * c.n)
+    return op->emitError() << "the weight gradient's operands have rows of " << aRow << " and "
+                           << cRow << " elements; the weight needs " << c.heads * c.k << " and "
+                           << c.heads * c.n;
+  return c;
+}
+
 int passesOf(TraversalOp op);
 
 std::string kernelName(LayerPlan &plan, size_t index, Operation *op) {
@@ -286,6 +434,12 @@ std::string kernelName(LayerPlan &plan, size_t index, Operation *op) {
            std::to_string(numElements(lhs.dims.drop_back())) + "_k" + std::to_string(c.k) +
            "_n" + std::to_string(c.n);
   }
+  if (isa<WeightGradOp>(op))
+    return base + "wgrad";
+  if (isa<ReduceOp>(op))
+    return base + "rowsum";
+  if (!isa<TraversalOp>(op))
+    return base + "glue";
   auto traversal = cast<TraversalOp>(op);
   return base + stringifyTraversalKind(traversal.getKind()).str() + "_traversal_p" +
          std::to_string(passesOf(traversal)) + "_r" + std::to_string(traversal.getNumResults());
@@ -310,6 +464,40 @@ LogicalResult checkTraversal(TraversalOp op) {
   return success();
 }
 
+/// The space of a top-level value or weight operand (a weight counts as its slices' space).
+Space spaceOf(Value v) {
+  if (auto value = dyn_cast<ValueType>(v.getType()))
+    return value.getSpace();
+  return sliceSpace(cast<WeightType>(v.getType()).getSlicing());
+}
+
+/// Checks that a top-level op the glue computes with ATen reads rows it can broadcast: the
+/// result's own rows or a single (unsliced) row.
+LogicalResult checkGlueOp(Operation *op) {
+  if (isa<WeightAddOp, WeightMatmulGradOp, WeightDotOp, WeightDotGradOp, ConstantOp>(op))
+    return success();
+  if (auto reduce = dyn_cast<ReduceOp>(op)) {
+    Space from = reduce.getInput().getType().getSpace(), to = spaceOf(reduce.getResult());
+    if (from == to || to == Space::None)
+      return success();
+    return op->emitError() << "cannot emit a sum of rows indexed by " << stringifySpace(from)
+                           << " into rows indexed by " << stringifySpace(to);
+  }
+  Space to = spaceOf(op->getResult(0));
+  if (isEdgeIndexed(to) || to == Space::Node)
+    return op->emitError() << "'" << op->getName()
+                           << "' on rows indexed by " << stringifySpace(to)
+                           << " belongs in a traversal (lower the layer with "
+                              "--hector-lower-to-kernels)";
+  for (Value operand : op->getOperands()) {
+    Space from = spaceOf(operand);
+    if (from != to && from != Space::None)
+      return op->emitError() << "cannot broadcast rows indexed by " << stringifySpace(from)
+                             << " to rows indexed by " << stringifySpace(to);
+  }
+  return success();
+}
+
 FailureOr<LayerPlan> planLayer(LayerOp layer) {
   LayerPlan plan;
   plan.layer = layer;
@@ -328,23 +516,56 @@ FailureOr<LayerPlan> planLayer(LayerOp layer) {
     } else if (auto slice = dyn_cast<SliceOp>(op)) {
       plan.tensors[slice.getResult()] = plan.tensors.lookup(slice.getInput());
     } else if (auto output = dyn_cast<OutputOp>(op)) {
-      Space space = cast<ValueType>(output.getValue().getType()).getSpace();
-      if (space != Space::Node && space != Space::Edge && space != Space::Src &&
-          space != Space::Dst)
-        return output.emitError() << "cannot emit an output indexed by "
-                                  << stringifySpace(space);
+      if (auto value = dyn_cast<ValueType>(output.getValue().getType())) {
+        Space space = value.getSpace();
+        if (space != Space::Node && space != Space::Edge && space != Space::Src &&
+            space != Space::Dst)
+          return output.emitError() << "cannot emit an output indexed by "
+                                    << stringifySpace(space);
+      }
       plan.outputs.push_back(output);
-    } else if (isa<GemmOp, TraversalOp, WeightMatmulOp>(op)) {
-      if (auto gemm = dyn_cast<GemmOp>(op))
+    } else if (isa<SrcOp, DstOp, UniqueGatherOp>(op)) {
+      // A gather at the top level is fused into the weight gradients that read it.
+      Value table = op.getOperand(op.getNumOperands() - 1);
+      std::string gather;
+      if (isa<SrcOp>(op))
+        gather = "g.sortedSrc";
+      else if (isa<DstOp>(op))
+        gather = "g.sortedDst";
+      else
+        gather = cast<UniqueGatherOp>(op).getSide() == EdgeEnd::Src ? "g.uniqueSrc" : "g.uniqueDst";
+      for (Operation *user : op.getResult(0).getUsers())
+        if (!isa<WeightGradOp>(user))
+          return user->emitError("reads a top-level gather; only hector.weight_grad fuses one "
+                                 "(lower the layer with --hector-lower-to-kernels)");
+      plan.gathers[op.getResult(0)] = {table, gather};
+      plan.tensors[op.getResult(0)] = plan.tensors.lookup(table);
+    } else if (isa<GemmOp, TraversalOp, WeightMatmulOp, WeightGradOp, ReduceOp, WeightAddOp,
+                   WeightMatmulGradOp, WeightDotOp, WeightDotGradOp, AddOp, SubOp, MulOp, DivOp,
+                   NegOp, ExpOp, ReluOp, TanhOp, SigmoidOp, GeluOp, LeakyReluOp, ConstantOp>(op)) {
+      KernelKind kind = KernelKind::Glue;
+      if (auto gemm = dyn_cast<GemmOp>(op)) {
         if (failed(gemmConfig(gemm)))
           return failure();
-      if (auto traversal = dyn_cast<TraversalOp>(op))
+        kind = KernelKind::Gemm;
+      } else if (auto traversal = dyn_cast<TraversalOp>(op)) {
         if (failed(checkTraversal(traversal)))
           return failure();
+        kind = KernelKind::Traversal;
+      } else if (isa<WeightMatmulOp>(op)) {
+        kind = KernelKind::WeightProduct;
+      } else if (isa<WeightGradOp>(op) ||
+                 (isa<ReduceOp>(op) && reduceSumsRows(cast<ReduceOp>(op)))) {
+        if (failed(weightGradConfig(&op, plan)))
+          return failure();
+        kind = KernelKind::WeightGrad;
+      } else if (failed(checkGlueOp(&op))) {
+        return failure();
+      }
       size_t index = plan.kernels.size();
       for (auto [i, result] : llvm::enumerate(op.getResults()))
         plan.tensors[result] = "t" + std::to_string(index) + "_" + std::to_string(i);
-      plan.kernels.push_back({&op, kernelName(plan, index, &op)});
+      plan.kernels.push_back({&op, kernelName(plan, index, &op), kind});
     } else {
       return op.emitError() << "'" << op.getName()
                             << "' is not a kernel-level op: lower the layer first "
@@ -367,8 +588,16 @@ FailureOr<std::vector<LayerPlan>> planModule(ModuleOp module, StringRef entryNam
   FailureOr<LayerOp> entry = selectEntryLayer(module, entryName);
   if (failed(entry))
     return failure();
+  llvm::StringMap<std::string> ids;
   for (LayerPlan &plan : plans)
+    ids[plan.layer.getSymName()] = "hector_" + plan.id;
+  for (LayerPlan &plan : plans) {
     plan.entry = plan.layer == *entry;
+    if (auto ref = plan.layer->getAttrOfType<FlatSymbolRefAttr>("hector.backward"))
+      plan.backwardOf = ids.lookup(ref.getValue());
+    if (auto ref = plan.layer->getAttrOfType<FlatSymbolRefAttr>("hector.forward"))
+      plan.forwardOf = ids.lookup(ref.getValue());
+  }
   return plans;
 }
 
@@ -403,7 +632,7 @@ public:
       os << "  const T *in" << i << ";\n";
     for (unsigned i = 0; i < op.getNumResults(); ++i)
       os << "  T *out" << i << ";\n";
-    os << "  const std::int64_t *etype, *ntype, *uinvSrc, *uinvDst;\n";
+    os << "  const std::int64_t *etype, *ntype, *uinvSrc, *uinvDst, *inPtr, *outPtr;\n";
     return nodeKind ? printNode() : printEdge();
   }
 
@@ -567,6 +796,57 @@ private:
         call = std::string("::hector::emit::ops::") + fn + "<T>(" + a + "[i])";
       }
       os << loop(n) << indent << "  " << name << "[i] = " << call << ";\n";
+      return name;
+    }
+    if (isa<LeakyReluGradOp, GeluGradOp>(def)) {
+      std::string g = eval(def->getOperand(0), ctx), x = eval(def->getOperand(1), ctx);
+      std::string call;
+      if (auto leaky = dyn_cast<LeakyReluGradOp>(def))
+        call = "::hector::emit::ops::leakyReluGrad<T>(" + element(def->getOperand(0), g) + ", " +
+               element(def->getOperand(1), x) + ", T(" +
+               literal(leaky.getSlope().convertToDouble()) + "))";
+      else
+        call = "::hector::emit::ops::geluGrad<T>(" + element(def->getOperand(0), g) + ", " +
+               element(def->getOperand(1), x) + ")";
+      os << loop(n) << indent << "  " << name << "[i] = " << call << ";\n";
+      return name;
+    }
+    if (auto reduce = dyn_cast<ReduceOp>(def)) {
+      // Row-local: sums trailing dimensions (and forgets the edge end of src/dst rows).
+      std::string a = eval(reduce.getInput(), ctx);
+      int64_t ratio = sizeOf(reduce.getInput()) / n;
+      os << loop(n) << indent << "{\n"
+         << indent << "  T acc = T(0);\n"
+         << indent << "  for (std::int64_t k = 0; k < " << ratio << "; ++k)\n"
+         << indent << "    acc += " << a << "[i * " << ratio << " + k];\n"
+         << indent << "  " << name << "[i] = acc;\n"
+         << indent << "}\n";
+      return name;
+    }
+    if (auto narrow = dyn_cast<NarrowOp>(def)) {
+      std::string a = eval(narrow.getInput(), ctx);
+      int64_t width = cast<ValueType>(v.getType()).getDims().back();
+      int64_t inWidth = cast<ValueType>(narrow.getInput().getType()).getDims().back();
+      os << indent << "for (std::int64_t r = 0; r < " << n / width << "; ++r)\n"
+         << indent << "  for (std::int64_t c = 0; c < " << width << "; ++c)\n"
+         << indent << "    " << name << "[r * " << width << " + c] = " << a << "[r * " << inWidth
+         << " + " << narrow.getOffset() << " + c];\n";
+      return name;
+    }
+    if (auto aggGrad = dyn_cast<AggregateGradOp>(def)) {
+      bool byDst = aggGrad.getBy() == EdgeEnd::Dst;
+      const std::string &node = byDst ? dstVar : srcVar;
+      if (aggGrad.getKind() != AggregateKind::Mean || node.empty()) {
+        def->emitError("the emitter has no kernel for the gradient of a max aggregation (write "
+                       "the model with sum or mean, or train it without compiling)");
+        failedScope = true;
+        return name;
+      }
+      std::string g = eval(aggGrad.getGrad(), node);
+      std::string ptr = byDst ? "inPtr" : "outPtr";
+      os << indent << "const T " << name << "_deg = T(" << ptr << "[" << node << " + 1] - " << ptr
+         << "[" << node << "]);\n"
+         << loop(n) << indent << "  " << name << "[i] = " << g << "[i] / " << name << "_deg;\n";
       return name;
     }
     if (auto dot = dyn_cast<DotOp>(def)) {
@@ -738,13 +1018,60 @@ void printFunctorSetup(const Kernel &kernel, llvm::raw_ostream &os) {
   for (unsigned i = 0; i < traversal.getNumResults(); ++i)
     os << "  f.out" << i << " = out[" << i << "];\n";
   os << "  f.etype = g.sortedEtype;\n  f.ntype = g.ntype;\n"
-     << "  f.uinvSrc = g.uniqueSrcInv;\n  f.uinvDst = g.uniqueDstInv;\n";
+     << "  f.uinvSrc = g.uniqueSrcInv;\n  f.uinvDst = g.uniqueDstInv;\n"
+     << "  f.inPtr = g.inPtr;\n  f.outPtr = g.outPtr;\n";
 }
 
 /// Prints the kernels of one layer for the CPU (`cuda` false) or CUDA.
+/// Prints `NAME_problem<T>(g, in, out, aux)`, building the WeightGradProblem of a weight
+/// gradient or row sum (in[0] = A, in[1] = dC, out[0] = dB).
+void printWeightGradProblem(const Kernel &kernel, const WeightGradConfig &c,
+                            llvm::raw_ostream &os) {
+  bool reduce = isa<ReduceOp>(kernel.op);
+  os << "template <typename T>\n::hector::tmpl::WeightGradProblem<T> " << kernel.name
+     << "_problem(" << kKernelParams << ") {\n"
+     << "  (void)aux;\n"
+     << "  ::hector::tmpl::WeightGradProblem<T> p;\n"
+     << "  p.numSegments = " << c.numSegments << ";\n"
+     << "  p.segOffsets = " << c.segOffsets << ";\n"
+     << "  p.numRows = " << c.numRows << ";\n"
+     << "  p.K = " << c.k << ";\n  p.N = " << c.n << ";\n  p.heads = " << c.heads << ";\n"
+     << "  p.A = in[0];\n  p.lda = " << (reduce ? 0 : c.heads * c.k) << ";\n"
+     << "  p.gatherA = " << c.gatherA << ";\n"
+     << "  p.dC = in[1];\n  p.ldc = " << c.heads * c.n << ";\n"
+     << "  p.gatherC = " << c.gatherC << ";\n"
+     << "  p.dB = out[0];\n  p.strideB = " << c.heads * c.k * c.n << ";\n"
+     << "  return p;\n}\n\n";
+}
+
 LogicalResult printKernels(LayerPlan &plan, bool cuda, llvm::raw_ostream &os) {
   for (const Kernel &kernel : plan.kernels) {
+    if (kernel.kind == KernelKind::Glue)
+      continue;
     os << "// " << kernel.name << "\n";
+    if (kernel.kind == KernelKind::WeightGrad) {
+      printWeightGradProblem(kernel, *weightGradConfig(kernel.op, plan), os);
+      std::string modes = "T, ::hector::tmpl::BOp::kIdentity, ::hector::tmpl::Assign::kStore";
+      std::string problem = kernel.name + "_problem<T>(g, in, out, aux)";
+      if (!cuda) {
+        os << "template <typename T> void " << kernel.name << "(" << kKernelParams << ") {\n"
+           << "  ::hector::tmpl::cpu::segmentedWeightGrad<" << modes << ">(" << problem
+           << ");\n}\n\n";
+      } else {
+        os << "template <typename T> std::size_t " << kernel.name << "_workspace("
+           << kKernelParams << ") {\n"
+           << "  const auto p = " << problem << ";\n"
+           << "  return ::hector::tmpl::gpu::segmentedWeightGradWorkspaceBytes(p, "
+              "::hector::tmpl::gpu::defaultWgradChunkRows(p.numRows));\n}\n\n";
+        os << "template <typename T> cudaError_t " << kernel.name << "(" << kKernelParams
+           << ", void *workspace, std::size_t workspaceBytes, cudaStream_t stream) {\n"
+           << "  const auto p = " << problem << ";\n"
+           << "  return ::hector::tmpl::gpu::launchSegmentedWeightGrad<" << modes
+           << ">(p, ::hector::tmpl::gpu::defaultWgradChunkRows(p.numRows), workspace, "
+              "workspaceBytes, stream);\n}\n\n";
+      }
+      continue;
+    }
     if (auto traversal = dyn_cast<TraversalOp>(kernel.op)) {
       FunctorPrinter printer(traversal, kernel.name, os);
       if (failed(printer.print()))
@@ -807,7 +1134,8 @@ void printCudaSignatures(LayerPlan &plan, bool instantiate, llvm::raw_ostream &o
     std::string prefix = instantiate ? "template " : "template <typename T> ";
     std::string args = instantiate ? "<" + t + ">" : "";
     for (const Kernel &kernel : plan.kernels)
-      os << prefix << "std::size_t " << kernel.name << "_workspace" << args << "(" << params
+      if (kernel.kind != KernelKind::Glue)
+        os << prefix << "std::size_t " << kernel.name << "_workspace" << args << "(" << params
          << ");\n"
          << prefix << "cudaError_t " << kernel.name << args << "(" << params
          << ", void *, std::size_t, cudaStream_t);\n";
@@ -846,10 +1174,15 @@ nlohmann::ordered_json manifestOf(LayerPlan &plan, bool cuda) {
   m["inputs"] = Json::array();
   for (InputOp input : plan.inputs) {
     ValueType type = input.getResult().getType();
-    m["inputs"].push_back({{"name", input.getName().str()},
-                           {"space", stringifySpace(type.getSpace()).str()},
-                           {"dims", shapeJson(type.getShape())},
-                           {"head_axis", type.getHeadAxis()}});
+    Json decl = {{"name", input.getName().str()},
+                 {"space", stringifySpace(type.getSpace()).str()},
+                 {"dims", shapeJson(type.getShape())},
+                 {"head_axis", type.getHeadAxis()}};
+    if (!plan.forwardOf.empty())
+      decl["used"] = !input.getResult().use_empty();
+    if (isSavedInput(input))
+      decl["order"] = "internal";
+    m["inputs"].push_back(decl);
   }
   m["weights"] = Json::array();
   for (WeightOp weight : plan.weights) {
@@ -862,18 +1195,46 @@ nlohmann::ordered_json manifestOf(LayerPlan &plan, bool cuda) {
   }
   m["outputs"] = Json::array();
   for (OutputOp output : plan.outputs) {
+    if (auto weight = dyn_cast<WeightType>(output.getValue().getType())) {
+      m["outputs"].push_back({{"name", output.getName().str()},
+                              {"space", "weight"},
+                              {"slicing", stringifySlicing(weight.getSlicing()).str()},
+                              {"dims", shapeJson(weight.getShape())},
+                              {"head_axis", weight.getHeadAxis()}});
+      continue;
+    }
     auto type = cast<ValueType>(output.getValue().getType());
     Space space = type.getSpace() == Space::Node ? Space::Node : Space::Edge;
-    m["outputs"].push_back({{"name", output.getName().str()},
-                            {"space", stringifySpace(space).str()},
-                            {"dims", shapeJson(type.getShape())},
-                            {"head_axis", type.getHeadAxis()}});
+    Json decl = {{"name", output.getName().str()},
+                 {"space", stringifySpace(space).str()},
+                 {"dims", shapeJson(type.getShape())},
+                 {"head_axis", type.getHeadAxis()}};
+    if (isSavedOutput(output)) {
+      decl["saved"] = true;
+      decl["order"] = "internal";
+    }
+    m["outputs"].push_back(decl);
   }
+  // Training: the forward layer names its backward layer's namespace and vice versa.
+  if (!plan.backwardOf.empty())
+    m["backward"] = plan.backwardOf;
+  if (!plan.forwardOf.empty())
+    m["forward"] = plan.forwardOf;
   m["kernels"] = Json::array();
   for (const Kernel &kernel : plan.kernels) {
     Json k;
     k["name"] = kernel.name;
-    if (auto traversal = dyn_cast<TraversalOp>(kernel.op)) {
+    if (kernel.kind == KernelKind::Glue) {
+      k["template"] = "glue";
+      k["op"] = kernel.op->getName().getStringRef().str();
+    } else if (kernel.kind == KernelKind::WeightGrad) {
+      WeightGradConfig c = *weightGradConfig(kernel.op, plan);
+      k["template"] = "weight_grad";
+      k["op"] = kernel.op->getName().getStringRef().str();
+      k["heads"] = c.heads;
+      k["K"] = c.k;
+      k["N"] = c.n;
+    } else if (auto traversal = dyn_cast<TraversalOp>(kernel.op)) {
       FunctorPrinter printer(traversal, kernel.name, llvm::nulls());
       k["template"] = "traversal";
       k["kind"] = stringifyTraversalKind(traversal.getKind()).str();
@@ -903,6 +1264,126 @@ nlohmann::ordered_json manifestOf(LayerPlan &plan, bool cuda) {
 //===----------------------------------------------------------------------===//
 // Host glue
 //===----------------------------------------------------------------------===//
+
+/// The glue's shape of a top-level value or weight: {rows, dims...} / {slices, dims...}.
+std::string tensorShape(Type type) {
+  if (auto value = dyn_cast<ValueType>(type))
+    return shapeList(graphRows(value.getSpace()), value.getDims());
+  auto weight = cast<WeightType>(type);
+  return shapeList(sliceCount(weight.getSlicing()), weight.getDims());
+}
+
+ArrayRef<int64_t> dimsOf(Type type) {
+  if (auto value = dyn_cast<ValueType>(type))
+    return value.getDims();
+  return cast<WeightType>(type).getDims();
+}
+
+bool isSliced(Type type) {
+  if (auto value = dyn_cast<ValueType>(type))
+    return value.getSpace() != Space::None;
+  return cast<WeightType>(type).getSlicing() != Slicing::None;
+}
+
+std::string intList(ArrayRef<int64_t> values) {
+  std::string out = "{";
+  for (int64_t v : values)
+    out += (out.size() > 1 ? ", " : "") + std::to_string(v);
+  return out + "}";
+}
+
+/// Prints the ATen code of a glue op: work on weights, on the R or T rows of relations and node
+/// types, or a sum of trailing dimensions. Deterministic (no atomics) on the CPU and CUDA.
+void printGlueOp(LayerPlan &plan, const Kernel &kernel, llvm::raw_ostream &os) {
+  Operation *op = kernel.op;
+  Value result = op->getResult(0);
+  std::string out = plan.tensors.lookup(result);
+  std::string shape = tensorShape(result.getType());
+  auto in = [&](unsigned i) { return plan.tensors.lookup(op->getOperand(i)); };
+  auto size = [](Value v) { return numElements(dimsOf(v.getType())); };
+  os << "  const at::Tensor " << out << " = [&] {\n";
+  if (auto constant = dyn_cast<ConstantOp>(op)) {
+    os << "    return at::full(" << shape << ", " << literal(constant.getValue().convertToDouble())
+       << ", opts);\n";
+  } else if (isa<WeightAddOp>(op)) {
+    os << "    return at::add(" << in(0) << ", " << in(1) << ");\n";
+  } else if (auto grad = dyn_cast<WeightMatmulGradOp>(op)) {
+    ArrayRef<int64_t> r = dimsOf(result.getType()), o = dimsOf(grad.getOther().getType());
+    bool rhs = grad.getRhs();
+    int64_t m = rhs ? numElements(o.drop_back()) : numElements(r.drop_back());
+    int64_t k = rhs ? o.back() : r.back();
+    int64_t n = rhs ? numElements(r.drop_front()) : numElements(o.drop_front());
+    os << "    const at::Tensor g = ::hector::emit::rowView(" << in(0) << ", {" << m << ", " << n
+       << "});\n";
+    if (rhs)
+      os << "    at::Tensor r = at::matmul(::hector::emit::rowView(" << in(1) << ", {" << m
+         << ", " << k << "}).transpose(1, 2), g);\n";
+    else
+      os << "    at::Tensor r = at::matmul(g, ::hector::emit::rowView(" << in(1) << ", {" << k
+         << ", " << n << "}).transpose(1, 2));\n";
+    if (!isSliced(result.getType()))
+      os << "    r = r.sum(0);\n";
+    os << "    return r.reshape(" << shape << ").contiguous();\n";
+  } else if (isa<WeightDotOp, WeightDotGradOp>(op)) {
+    // lhs [p..., s..., d] (P x Q x D), rhs [s..., d] (Q x D), result [p..., s...] (P x Q).
+    auto dotGrad = dyn_cast<WeightDotGradOp>(op);
+    Type lhsType = dotGrad ? (dotGrad.getRhs() ? dotGrad.getOther().getType() : result.getType())
+                           : op->getOperand(0).getType();
+    Type rhsType = dotGrad ? (dotGrad.getRhs() ? result.getType() : dotGrad.getOther().getType())
+                           : op->getOperand(1).getType();
+    int64_t d = dimsOf(rhsType).back();
+    int64_t q = numElements(dimsOf(rhsType)) / d;
+    int64_t p = numElements(dimsOf(lhsType)) / (q * d);
+    std::string lhs4 = intList({p, q, d}), rhs4 = intList({1, q, d});
+    if (!dotGrad) {
+      os << "    at::Tensor r = (::hector::emit::rowView(" << in(0) << ", " << lhs4
+         << ") * ::hector::emit::rowView(" << in(1) << ", " << rhs4 << ")).sum(-1);\n";
+    } else if (!dotGrad.getRhs()) {
+      os << "    at::Tensor r = ::hector::emit::rowView(" << in(0) << ", " << intList({p, q, 1})
+         << ") * ::hector::emit::rowView(" << in(1) << ", " << rhs4 << ");\n";
+    } else {
+      os << "    at::Tensor r = (::hector::emit::rowView(" << in(0) << ", " << intList({p, q, 1})
+         << ") * ::hector::emit::rowView(" << in(1) << ", " << lhs4 << ")).sum(1);\n";
+    }
+    if (dotGrad && !isSliced(result.getType()))
+      os << "    r = r.sum(0);\n";
+    os << "    return r.reshape(" << shape << ").contiguous();\n";
+  } else if (auto reduce = dyn_cast<ReduceOp>(op)) {
+    int64_t n = numElements(dimsOf(result.getType()));
+    os << "    at::Tensor r = ::hector::emit::rowView(" << in(0) << ", {" << n << ", "
+       << size(reduce.getInput()) / n << "}).sum(2);\n";
+    if (!isSliced(result.getType()) && isSliced(reduce.getInput().getType()))
+      os << "    r = r.sum(0);\n";
+    os << "    return r.reshape(" << shape << ").contiguous();\n";
+  } else {
+    // Elementwise on the rows of the result's space (operands: the same rows or one row).
+    int64_t n = size(result);
+    std::string rows = graphRows(spaceOf(result));
+    auto operand = [&](unsigned i) {
+      return "::hector::emit::broadcastRows(" + in(i) + ", " +
+             std::to_string(size(op->getOperand(i))) + ", " + rows + ", " + std::to_string(n) +
+             ")";
+    };
+    std::string expr;
+    if (isa<AddOp, SubOp, MulOp, DivOp>(op)) {
+      const char *fn = isa<AddOp>(op) ? "add" : isa<SubOp>(op) ? "sub" : isa<MulOp>(op) ? "mul" : "div";
+      expr = std::string("at::") + fn + "(" + operand(0) + ", " + operand(1) + ")";
+    } else if (auto leaky = dyn_cast<LeakyReluOp>(op)) {
+      expr = "at::leaky_relu(" + operand(0) + ", " + literal(leaky.getSlope().convertToDouble()) +
+             ")";
+    } else {
+      const char *fn = isa<NegOp>(op)    ? "neg"
+                       : isa<ExpOp>(op)  ? "exp"
+                       : isa<ReluOp>(op) ? "relu"
+                       : isa<TanhOp>(op) ? "tanh"
+                       : isa<SigmoidOp>(op) ? "sigmoid"
+                                            : "gelu";
+      expr = std::string("at::") + fn + "(" + operand(0) + ")";
+    }
+    os << "    return " << expr << ".reshape(" << shape << ").contiguous();\n";
+  }
+  os << "  }();\n";
+}
 
 /// Prints the glue of one layer: validation, tensors, kernel calls, outputs, registration.
 void printGlue(LayerPlan &plan, bool cuda, llvm::raw_ostream &os) {
@@ -938,18 +1419,47 @@ void printGlue(LayerPlan &plan, bool cuda, llvm::raw_ostream &os) {
           "nullptr;\n"
        << "#endif\n";
   for (auto [i, input] : llvm::enumerate(plan.inputs)) {
-    bool edge = input.getResult().getType().getSpace() != Space::Node;
+    if (input.getResult().use_empty()) {
+      os << "  // in" << i << " ('" << input.getName() << "') is not read.\n";
+      continue;
+    }
+    // Saved activations stay in the graph's internal (relation-sorted) edge order.
+    bool edge = input.getResult().getType().getSpace() != Space::Node && !isSavedInput(input);
     os << "  const at::Tensor in" << i << " = inputs[" << i << "]"
        << (edge ? ".index_select(0, graph.edgePerm())" : "") << ".contiguous();\n";
   }
+  bool needsOne = llvm::any_of(plan.kernels, [](const Kernel &k) {
+    return k.kind == KernelKind::WeightGrad && isa<ReduceOp>(k.op);
+  });
+  if (needsOne)
+    os << "  const at::Tensor one = at::ones({1}, opts);\n";
   for (auto [i, weight] : llvm::enumerate(plan.weights))
     os << "  const at::Tensor w" << i << " = weights[" << i << "].contiguous();\n";
 
   for (auto [index, kernel] : llvm::enumerate(plan.kernels)) {
     Operation *kop = kernel.op;
+    if (kernel.kind == KernelKind::Glue) {
+      printGlueOp(plan, kernel, os);
+      continue;
+    }
     SmallVector<std::string> ins, outs, aux;
-    for (Value operand : kop->getOperands())
-      ins.push_back(plan.tensors.lookup(operand));
+    if (kernel.kind == KernelKind::WeightGrad) {
+      WeightGradConfig c = *weightGradConfig(kop, plan);
+      ins.push_back(c.a ? plan.tensors.lookup(c.a) : "one");
+      std::string dc = plan.tensors.lookup(c.c);
+      if (c.presum) {
+        // A sum that also drops trailing dimensions: sum them first, per row.
+        std::string pre = "t" + std::to_string(index) + "_pre";
+        os << "  const at::Tensor " << pre << " = ::hector::emit::rowView(" << dc << ", {" << c.n
+           << ", " << numElements(cast<ValueType>(c.c.getType()).getDims()) / c.n
+           << "}).sum(2).contiguous();\n";
+        dc = pre;
+      }
+      ins.push_back(dc);
+    } else {
+      for (Value operand : kop->getOperands())
+        ins.push_back(plan.tensors.lookup(operand));
+    }
     for (Value result : kop->getResults()) {
       std::string name = plan.tensors.lookup(result);
       outs.push_back(name);
@@ -1019,8 +1529,9 @@ void printGlue(LayerPlan &plan, bool cuda, llvm::raw_ostream &os) {
   os << "  std::vector<at::Tensor> results;\n";
   for (OutputOp output : plan.outputs) {
     std::string name = plan.tensors.lookup(output.getValue());
-    bool edge = cast<ValueType>(output.getValue().getType()).getSpace() != Space::Node;
-    bool isInput = isa_and_nonnull<InputOp>(output.getValue().getDefiningOp());
+    auto value = dyn_cast<ValueType>(output.getValue().getType());
+    bool edge = value && value.getSpace() != Space::Node && !isSavedOutput(output);
+    bool isInput = isa_and_nonnull<InputOp, WeightOp>(output.getValue().getDefiningOp());
     os << "  results.push_back(" << name
        << (edge ? ".index_select(0, graph.edgePermInv())" : (isInput ? ".clone()" : ""))
        << ");\n";
@@ -1044,8 +1555,12 @@ void printGlue(LayerPlan &plan, bool cuda, llvm::raw_ostream &os) {
      << "  TORCH_CHECK_VALUE(weights.size() == " << plan.weights.size() << ", \"" << op
      << ".forward: expected " << plan.weights.size() << " weights (" << names(plan.weights)
      << "), got \", weights.size());\n";
-  std::string first = plan.inputs.empty() ? (plan.weights.empty() ? "" : "weights[0]")
-                                          : "inputs[0]";
+  std::string first = plan.weights.empty() ? "" : "weights[0]";
+  for (auto [i, input] : llvm::enumerate(plan.inputs))
+    if (!input.getResult().use_empty()) {
+      first = "inputs[" + std::to_string(i) + "]";
+      break;
+    }
   if (first.empty()) {
     os << "  const at::ScalarType dtype = at::kFloat;\n";
   } else {
@@ -1057,6 +1572,8 @@ void printGlue(LayerPlan &plan, bool cuda, llvm::raw_ostream &os) {
        << ".device());\n";
   }
   for (auto [i, input] : llvm::enumerate(plan.inputs)) {
+    if (input.getResult().use_empty())
+      continue; // not read: may be undefined
     ValueType type = input.getResult().getType();
     bool node = type.getSpace() == Space::Node;
     os << "  ::hector::emit::checkArgument(inputs[" << i << "], \"" << op << ".forward: input '"
@@ -1099,9 +1616,10 @@ void printGlue(LayerPlan &plan, bool cuda, llvm::raw_ostream &os) {
 //===----------------------------------------------------------------------===//
 
 FailureOr<LayerOp> selectEntryLayer(ModuleOp module, StringRef entry) {
+  // A backward layer (derived by hector-autodiff) is never the default entry.
   LayerOp found;
   for (LayerOp layer : module.getOps<LayerOp>())
-    if (entry.empty() || layer.getSymName() == entry)
+    if (entry.empty() ? !layer->hasAttr("hector.forward") : layer.getSymName() == entry)
       found = layer;
   if (found)
     return found;
@@ -1173,12 +1691,16 @@ LogicalResult emitCuda(ModuleOp module, const EmitOptions &options, llvm::raw_os
 }
 
 LogicalResult emitManifest(LayerOp layer, const EmitOptions &options, llvm::raw_ostream &os) {
-  FailureOr<LayerPlan> plan = planLayer(layer);
-  if (failed(plan))
+  auto module = layer->getParentOfType<ModuleOp>();
+  FailureOr<std::vector<LayerPlan>> plans = planModule(module, layer.getSymName());
+  if (failed(plans))
     return failure();
-  plan->entry = true;
-  os << manifestOf(*plan, options.cuda).dump(2) << "\n";
-  return success();
+  for (LayerPlan &plan : *plans)
+    if (plan.layer == layer) {
+      os << manifestOf(plan, options.cuda).dump(2) << "\n";
+      return success();
+    }
+  return layer.emitError("the layer is not in its module");
 }
 
 } // namespace hector

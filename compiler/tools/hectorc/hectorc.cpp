@@ -38,7 +38,10 @@ int main(int argc, char **argv) {
                  "Kernels to build: cpu, or cuda (CPU and CUDA; the default when hectorc "
                  "was configured with a CUDA compiler)");
   app.add_option("--entry", options.entry,
-                 "The layer that names the library and manifest.json (default: the last)");
+                 "The layer that names the library and manifest.json (default: the last forward layer)");
+  app.add_flag("!--no-backward", options.backward,
+               "Build an inference-only library: no backward layers (by default every layer "
+               "gets one, derived by hector-autodiff, so that it can be trained)");
   app.add_option("-P,--param", options.paramOverrides,
                  "Override a parameter default: NAME=VALUE (repeatable)")
       ->allow_extra_args(false);

@@ -31,6 +31,13 @@ struct TensorDecl {
   int64_t headAxis = -1;
   /// A weight's initialiser: glorot, zeros, ones, uniform or normal.
   std::string init;
+  /// An output of a forward layer that its backward layer reads (an activation saved for
+  /// backward: not returned to the caller).
+  bool saved = false;
+  /// Whether a backward layer's kernels read this input (unread ones may be undefined).
+  bool used = true;
+  /// Edge rows in the graph's internal (relation-sorted) order rather than the user's.
+  bool internalOrder = false;
 };
 
 /// The interface of one compiled layer (docs/architecture.md, "The emitted library and its ABI").
@@ -39,11 +46,29 @@ struct LayerManifest {
   std::string ns;        ///< its torch operator namespace
   bool entry = false;    ///< whether it is the library's entry layer
   std::vector<TensorDecl> inputs, weights, outputs;
+  /// Training: a forward layer's backward layer namespace (empty when built with
+  /// --no-backward), or a backward layer's forward layer namespace.
+  std::string backward, forward;
   std::string json;      ///< the manifest as the library returned it
 };
 
+/// The manifest of the layer registered under the torch operator namespace `ns` (parsed once).
+/// Throws std::runtime_error when no such layer is loaded.
+const LayerManifest &manifestOf(const std::string &ns);
+
+/// Runs a compiled layer as one differentiable operation: a torch::autograd::Function whose
+/// backward runs the layer's backward kernels (derived by the compiler). The activations the
+/// backward layer reads are kept in hector::current_activation_store(). Returns the layer's
+/// outputs (not the saved activations); when no input or weight requires grad, or grad mode is
+/// off, only the forward kernels run and nothing is saved. Backward through the result with
+/// create_graph=True (double backward) raises a c10::Error. `inputs` in manifest order, edge data
+/// in the user's edge order; `weights` in manifest order.
+std::vector<at::Tensor> applyLayer(const LayerManifest &layer, const Graph &graph,
+                                   const std::vector<at::Tensor> &inputs,
+                                   const std::vector<at::Tensor> &weights);
+
 /// Loads a library built by hectorc and returns the manifests of the layers it registers (the
-/// entry layer first). Throws std::runtime_error when the file cannot be loaded or registers no
+/// entry layer first; backward layers are internal and not listed). Throws std::runtime_error when the file cannot be loaded or registers no
 /// layer. Loading the same path again returns the same manifests.
 std::vector<LayerManifest> loadLibrary(const std::string &path);
 
@@ -57,7 +82,8 @@ public:
                 const at::TensorOptions &options = at::TensorOptions().dtype(at::kFloat));
 
   /// Runs the layer on `graph`; `inputs` in declaration order (edge data in the user's edge
-  /// order). Returns the outputs in declaration order. Wrong counts, shapes, dtypes or devices
+  /// order). Returns the outputs in declaration order, differentiable with respect to the
+  /// inputs and the weights (see applyLayer). Wrong counts, shapes, dtypes or devices
   /// throw c10::Error naming the tensor.
   std::vector<at::Tensor> forward(const Graph &graph, const std::vector<at::Tensor> &inputs);
 

@@ -56,6 +56,8 @@ def _load_library(path) -> dict[str, dict]:
                 raise RuntimeError(f"hector.load: {path}: unsupported manifest format "
                                    f"{manifest.get('format')!r}")
             manifest["namespace"] = ns
+            if "forward" in manifest:
+                continue  # a backward layer: runs inside the forward layer's autograd node
             manifests[manifest["layer"]] = manifest
         _libraries[key] = manifests
     return _libraries[key]
@@ -120,6 +122,9 @@ class CompiledLayer(torch.nn.Module):
         return [self.get_parameter(name) for name in self._weight_paths]
 
     def forward(self, graph, *inputs):
+        """Runs the layer on ``graph``; differentiable with respect to the inputs and the weights
+        (the compiled backward kernels run in ``backward()``; double backward is not supported).
+        """
         from .graph import Graph
         name = type(self).__name__
         if not isinstance(graph, Graph):
@@ -144,7 +149,9 @@ class CompiledLayer(torch.nn.Module):
                              "with hector.Graph(..., num_ntypes=...))")
         tensors = list(graph.tensors().values())
         sizes = [int(v) for v in graph._sizes.values()]
-        outs = self._op.forward(tensors, sizes, list(inputs), self.weights())
+        # One differentiable operation: the backward kernels run in loss.backward().
+        outs = torch.ops.hector.layer_apply(self.manifest["namespace"], tensors, sizes,
+                                            list(inputs), self.weights())
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     def extra_repr(self) -> str:

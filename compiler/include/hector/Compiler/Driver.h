@@ -32,6 +32,9 @@ struct CompilerOptions {
   std::string target;
   /// The layer that names the library and whose manifest is manifest.json; empty: the last.
   std::string entry;
+  /// Derive the backward layers (hector-autodiff) before lowering, so that the library can be
+  /// trained; false builds an inference-only library.
+  bool backward = true;
   /// `NAME=VALUE` parameter overrides, as given on the command line.
   std::vector<std::string> paramOverrides;
 };

@@ -1,0 +1,257 @@
+//===- autograd.cpp - Compiled layers as differentiable operations --------===//
+//
+// A compiled layer and the backward layer the compiler derived for it, joined into one
+// torch::autograd::Function:
+//
+//   forward:  runs the layer's `forward` operator, whose outputs are the layer's outputs
+//             followed by the activations its backward layer reads ("saved.N", edge rows in
+//             the graph's internal order); keeps what the backward layer reads (saved
+//             activations, forward inputs, weights) in the current ActivationStore.
+//   backward: loads them back, runs the backward layer's `forward` operator on them and the
+//             output gradients, and returns its "grad.<name>" outputs as the gradients of the
+//             inputs and weights.
+//
+// The saved handles are released when autograd frees the node's buffers (after a backward
+// without retain_graph, as PyTorch frees its own saved tensors) or when the graph is destroyed.
+// Also registers the `hector::layer_apply` operator that Python's CompiledLayer calls.
+//
+//===----------------------------------------------------------------------===//
+#include "hector/activation_store.h"
+#include "hector/model.h"
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <torch/csrc/autograd/custom_function.h>
+#include <torch/library.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace hector {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+std::vector<at::Tensor> callForward(const std::string &ns, const Graph &graph,
+                                    const std::vector<at::Tensor> &inputs,
+                                    const std::vector<at::Tensor> &weights) {
+  static const auto lookup = [](const std::string &qualified) {
+    return c10::Dispatcher::singleton().findSchemaOrThrow(qualified.c_str(), "");
+  };
+  c10::OperatorHandle op = lookup(ns + "::forward");
+  c10::Stack stack;
+  stack.emplace_back(graph.tensors());
+  stack.emplace_back(graph.sizes());
+  stack.emplace_back(inputs);
+  stack.emplace_back(weights);
+  op.callBoxed(&stack);
+  return stack.at(0).toTensorVector();
+}
+
+/// What one forward saved for backward: handles in the activation store, released exactly once
+/// (when autograd frees the node's buffers, or with the node).
+struct SavedActivations : torch::CustomClassHolder {
+  std::shared_ptr<ActivationStore> store;
+  /// Per backward-layer input: a handle, or -1 for a gradient input or an unread input.
+  std::vector<ActivationHandle> inputs;
+  std::vector<ActivationHandle> weights;
+  bool released = false;
+
+  void release() {
+    if (released)
+      return;
+    released = true;
+    for (ActivationHandle h : inputs)
+      if (h >= 0)
+        store->release(h);
+    for (ActivationHandle h : weights)
+      store->release(h);
+  }
+  ~SavedActivations() override {
+    try {
+      release();
+    } catch (...) {
+      // A store that fails to release must not take the process down from a destructor.
+    }
+  }
+};
+
+/// The non-tensor arguments of one application.
+struct Call {
+  const LayerManifest *layer;
+  const Graph *graph;
+};
+
+int64_t indexOf(const std::vector<TensorDecl> &decls, const std::string &name) {
+  for (size_t i = 0; i < decls.size(); ++i)
+    if (decls[i].name == name)
+      return static_cast<int64_t>(i);
+  return -1;
+}
+
+class LayerFunction : public torch::autograd::Function<LayerFunction> {
+public:
+  static variable_list forward(AutogradContext *ctx, Call call, at::TensorList inputs,
+                               at::TensorList weights) {
+    const LayerManifest &layer = *call.layer;
+    const LayerManifest &bwd = manifestOf(layer.backward);
+    std::vector<at::Tensor> all = callForward(layer.ns, *call.graph, inputs.vec(), weights.vec());
+    TORCH_CHECK(all.size() == layer.outputs.size(), layer.layer, ": the library returned ",
+                all.size(), " outputs, its manifest declares ", layer.outputs.size());
+
+    auto saved = c10::make_intrusive<SavedActivations>();
+    saved->store = current_activation_store();
+    for (const TensorDecl &in : bwd.inputs) {
+      ActivationHandle handle = -1;
+      if (in.used && in.name.rfind("grad.", 0) != 0) {
+        at::Tensor t;
+        if (int64_t i = indexOf(layer.outputs, in.name); i >= 0 && layer.outputs[i].saved)
+          t = all[i];
+        else if (int64_t j = indexOf(layer.inputs, in.name); j >= 0)
+          t = inputs[j];
+        TORCH_CHECK(t.defined(), layer.layer, ": the backward layer reads '", in.name,
+                    "', which the forward layer neither takes nor saves");
+        handle = saved->store->save(t, layer.layer + ": " + in.name);
+      }
+      saved->inputs.push_back(handle);
+    }
+    for (size_t i = 0; i < weights.size(); ++i)
+      saved->weights.push_back(saved->store->save(
+          weights[i], layer.layer + ": weight " + layer.weights[i].name, /*spillable=*/false));
+
+    ctx->saved_data["activations"] =
+        at::IValue::make_capsule(c10::intrusive_ptr<torch::CustomClassHolder>(saved));
+    ctx->saved_data["graph"] = call.graph->tensors();
+    ctx->saved_data["graph_sizes"] = call.graph->sizes();
+    ctx->saved_data["layer"] = layer.ns;
+
+    variable_list outputs;
+    for (size_t i = 0; i < all.size(); ++i)
+      if (!layer.outputs[i].saved)
+        outputs.push_back(all[i]);
+    return outputs;
+  }
+
+  static variable_list backward(AutogradContext *ctx, variable_list gradOutputs) {
+    const LayerManifest &layer = manifestOf(ctx->saved_data["layer"].toStringRef());
+    TORCH_CHECK(!at::GradMode::is_enabled(), layer.layer,
+                ": double backward (backward with create_graph=True) through a compiled Hector "
+                "layer is not supported; the compiler derives first-order gradients only");
+    auto saved = c10::static_intrusive_pointer_cast<SavedActivations>(
+        ctx->saved_data["activations"].toCapsule());
+    TORCH_CHECK(!saved->released, layer.layer,
+                ": trying to backward through the graph a second time (or to read its saved "
+                "activations after they were freed); specify retain_graph=True the first time");
+    const LayerManifest &bwd = manifestOf(layer.backward);
+    Graph graph = Graph::fromTensors(ctx->saved_data["graph"].toTensorVector(),
+                                     ctx->saved_data["graph_sizes"].toIntVector());
+
+    // The layer's outputs that are not saved activations, in order: gradOutputs' indices.
+    std::vector<std::string> returned;
+    for (const TensorDecl &out : layer.outputs)
+      if (!out.saved)
+        returned.push_back(out.name);
+
+    std::vector<at::Tensor> inputs;
+    for (size_t i = 0; i < bwd.inputs.size(); ++i) {
+      const TensorDecl &in = bwd.inputs[i];
+      if (!in.used) {
+        inputs.emplace_back();
+      } else if (in.name.rfind("grad.", 0) == 0) {
+        std::string of = in.name.substr(5);
+        size_t k = std::find(returned.begin(), returned.end(), of) - returned.begin();
+        TORCH_CHECK(k < gradOutputs.size(), layer.layer, ": no output named '", of, "'");
+        inputs.push_back(gradOutputs[k].contiguous());
+      } else {
+        inputs.push_back(saved->store->load(saved->inputs[i]));
+      }
+    }
+    std::vector<at::Tensor> weights;
+    for (ActivationHandle h : saved->weights)
+      weights.push_back(saved->store->load(h));
+    std::vector<at::Tensor> grads = callForward(bwd.ns, graph, inputs, weights);
+
+    // One gradient per forward argument: the Call (none), every input, every weight.
+    variable_list result(1 + layer.inputs.size() + layer.weights.size());
+    for (size_t i = 0; i < bwd.outputs.size(); ++i) {
+      std::string of = bwd.outputs[i].name.substr(5); // "grad.<name>"
+      if (int64_t j = indexOf(layer.inputs, of); j >= 0)
+        result[1 + j] = grads[i];
+      else if (int64_t w = indexOf(layer.weights, of); w >= 0)
+        result[1 + layer.inputs.size() + w] = grads[i];
+    }
+    return result;
+  }
+};
+
+} // namespace
+} // namespace hector
+
+// Frees the saved activations when autograd frees the node's buffers (after a backward that did
+// not retain the graph), as it frees the tensors of its own nodes.
+template <>
+void torch::autograd::CppNode<hector::LayerFunction>::release_variables() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ctx_.saved_variables_.clear();
+  ctx_.has_freed_buffers_ = true;
+  auto it = ctx_.saved_data.find("activations");
+  if (it != ctx_.saved_data.end())
+    c10::static_intrusive_pointer_cast<hector::SavedActivations>(it->second.toCapsule())->release();
+}
+
+namespace hector {
+
+std::vector<at::Tensor> applyLayer(const LayerManifest &layer, const Graph &graph,
+                                   const std::vector<at::Tensor> &inputs,
+                                   const std::vector<at::Tensor> &weights) {
+  bool needsGrad = false;
+  if (at::GradMode::is_enabled()) {
+    for (const at::Tensor &t : inputs)
+      needsGrad |= t.defined() && t.requires_grad();
+    for (const at::Tensor &t : weights)
+      needsGrad |= t.defined() && t.requires_grad();
+  }
+  if (!needsGrad || layer.backward.empty()) {
+    TORCH_CHECK(!needsGrad, layer.layer,
+                ": this library was built without backward layers (hectorc --no-backward); "
+                "run it under torch.no_grad(), or rebuild it to train");
+    std::vector<at::Tensor> all = callForward(layer.ns, graph, inputs, weights);
+    std::vector<at::Tensor> outputs;
+    for (size_t i = 0; i < all.size() && i < layer.outputs.size(); ++i)
+      if (!layer.outputs[i].saved)
+        outputs.push_back(all[i]);
+    return outputs;
+  }
+  for (size_t i = 0; i < inputs.size(); ++i)
+    TORCH_CHECK_TYPE(inputs[i].defined(), layer.layer, ": input ", i, " is undefined");
+  return LayerFunction::apply(Call{&layer, &graph}, at::TensorList(inputs),
+                              at::TensorList(weights));
+}
+
+namespace {
+
+std::vector<at::Tensor> layerApplyOp(const std::string &ns, std::vector<at::Tensor> graphTensors,
+                                     std::vector<int64_t> graphSizes,
+                                     std::vector<at::Tensor> inputs,
+                                     std::vector<at::Tensor> weights) {
+  const LayerManifest *layer = nullptr;
+  try {
+    layer = &manifestOf(ns);
+  } catch (const std::runtime_error &e) {
+    TORCH_CHECK_VALUE(false, e.what());
+  }
+  Graph graph = Graph::fromTensors(std::move(graphTensors), std::move(graphSizes));
+  return applyLayer(*layer, graph, inputs, weights);
+}
+
+} // namespace
+} // namespace hector
+
+TORCH_LIBRARY_FRAGMENT(hector, m) {
+  // CompositeImplicitAutograd: the kernel builds its own autograd node (LayerFunction).
+  m.def("layer_apply(str layer, Tensor[] graph, int[] graph_sizes, Tensor[] inputs, "
+        "Tensor[] weights) -> Tensor[]",
+        &hector::layerApplyOp);
+}
