@@ -1619,7 +1619,7 @@ FailureOr<LayerOp> selectEntryLayer(ModuleOp module, StringRef entry) {
   // A backward layer (derived by hector-autodiff) is never the default entry.
   LayerOp found;
   for (LayerOp layer : module.getOps<LayerOp>())
-    if (entry.empty() ? !layer->hasAttr("hector.forward") : layer.getSymName() == entry)
+    if (!layer->hasAttr("hector.forward") && (entry.empty() || layer.getSymName() == entry))
       found = layer;
   if (found)
     return found;
@@ -1627,7 +1627,8 @@ FailureOr<LayerOp> selectEntryLayer(ModuleOp module, StringRef entry) {
     return module.emitError("the module holds no hector.layer");
   std::string names;
   for (LayerOp layer : module.getOps<LayerOp>())
-    names += (names.empty() ? "" : ", ") + layer.getSymName().str();
+    if (!layer->hasAttr("hector.forward"))
+      names += (names.empty() ? "" : ", ") + layer.getSymName().str();
   return module.emitError() << "no layer named '" << entry << "' (layers: " << names << ")";
 }
 
