@@ -1,8 +1,8 @@
 """GPU check of the compiled models (run by tools/gpu-check.sh on a machine without MLIR).
 
 Builds the emitted packages of gpu-packages/ (tools/gpu-check-prepare.sh) against the runtime,
-then, for every `check-*` package: the CUDA forward against the CPU forward of the same library
-and against PyG (on the GPU where PyG has the layer), in float64 and float32, on awkward random
+then, for every `check-*` package: the CUDA forward and gradients (the compiled backward) against
+the CPU ones of the same library, and the forward against PyG (on the GPU where PyG has the layer), in float64 and float32, on awkward random
 graphs and on AIFB/UMLS; for every `bench-*` package: inference time and peak memory of ours
 and PyG's layer side by side on AIFB, as ratios. Without a GPU it runs the CPU half, which is how
 the script itself is tested.
@@ -127,18 +127,35 @@ def main():
                     for p in layer.parameters():
                         if p.abs().sum() == 0 or (p == 1).all():
                             p.normal_()
-                xs = inputs_for(Layer.manifest, g, dtype)
+                xs = [x.requires_grad_() for x in inputs_for(Layer.manifest, g, dtype)]
                 cpu = layer(make_graph(g, "cpu"), *xs)
+                up = torch.randn_like(cpu)
+                # Gradients of every input and weight through the compiled backward.
+                grads_cpu = torch.autograd.grad(cpu, xs + list(layer.parameters()), up,
+                                                allow_unused=True)
                 entry = {"model": name, "graph": gname, "dtype": str(dtype)}
                 if cuda:
                     dev = layer.to("cuda")
-                    out = dev(make_graph(g, "cuda"), *(x.cuda() for x in xs)).cpu()
+                    xs_cuda = [x.detach().cuda().requires_grad_() for x in xs]
+                    out = dev(make_graph(g, "cuda"), *xs_cuda)
+                    grads_cuda = torch.autograd.grad(out, xs_cuda + list(dev.parameters()),
+                                                     up.cuda(), allow_unused=True)
+                    out = out.detach().cpu()
                     layer.to("cpu")
-                    err = ((out - cpu).abs().max() / cpu.abs().max().clamp_min(1e-30)).item()
+
+                    def rel(a, b):
+                        return ((a - b).abs().max() / b.abs().max().clamp_min(1e-30)).item()
+
+                    err = rel(out, cpu.detach())
+                    gerr = max((rel(a.cpu(), b) for a, b in zip(grads_cuda, grads_cpu)
+                                if b is not None and b.numel()), default=0.0)
                     entry["cuda_vs_cpu_rel_err"] = err
-                    entry["ok"] = bool(err < tol[dtype]) and bool(torch.isfinite(out).all())
+                    entry["cuda_vs_cpu_grad_rel_err"] = gerr
+                    entry["ok"] = (bool(err < tol[dtype]) and bool(gerr < 10 * tol[dtype])
+                                   and bool(torch.isfinite(out).all()))
                 else:
-                    entry["ok"] = bool(torch.isfinite(cpu).all())
+                    entry["ok"] = bool(torch.isfinite(cpu).all()) and all(
+                        bool(torch.isfinite(t).all()) for t in grads_cpu if t is not None)
                 failures += 0 if entry["ok"] else 1
                 report["checks"].append(entry)
                 print(json.dumps(entry), flush=True)

@@ -1,5 +1,6 @@
 """The runtime's C++ API (runtime/include/hector/model.h): a C++ program (examples/cpp) loads a
-compiled RGCN, runs it and compares it with a plain ATen reference written in the program."""
+compiled RGCN, runs it and trains through it (autograd from C++), and compares the outputs and
+gradients with a plain ATen reference written in the program."""
 import os
 import pathlib
 import subprocess
@@ -33,6 +34,7 @@ def test_cpp_program_runs_a_compiled_layer(compiled_library, program):
     assert "parameter W [4, 5, 3]" in run.stdout
     assert "parameter root [5, 3]" in run.stdout
     assert "max |compiled - reference| = " in run.stdout
+    assert "max |compiled - reference| gradient = " in run.stdout
 
 
 def test_cpp_program_reports_a_bad_library(program, tmp_path):

@@ -837,8 +837,9 @@ private:
       bool byDst = aggGrad.getBy() == EdgeEnd::Dst;
       const std::string &node = byDst ? dstVar : srcVar;
       if (aggGrad.getKind() != AggregateKind::Mean || node.empty()) {
-        def->emitError("the emitter has no kernel for the gradient of a max aggregation (write "
-                       "the model with sum or mean, or train it without compiling)");
+        def->emitError("the emitter has no kernel for the gradient of a max aggregation yet: "
+                       "build an inference-only library with --no-backward, or aggregate with "
+                       "sum or mean to train");
         failedScope = true;
         return name;
       }
