@@ -217,6 +217,8 @@ std::vector<at::Tensor> applyLayer(const LayerManifest &layer, const Graph &grap
     TORCH_CHECK(!needsGrad, layer.layer,
                 ": this library was built without backward layers (hectorc --no-backward); "
                 "run it under torch.no_grad(), or rebuild it to train");
+    if (!layer.inference.empty())
+      return callForward(layer.inference, graph, inputs, weights); // saves nothing
     std::vector<at::Tensor> all = callForward(layer.ns, graph, inputs, weights);
     std::vector<at::Tensor> outputs;
     for (size_t i = 0; i < all.size() && i < layer.outputs.size(); ++i)

@@ -249,6 +249,10 @@ LayerManifest parseManifest(const std::string &ns, const std::string &json) {
     out.backward = m.at("backward").str();
   if (m.has("forward"))
     out.forward = m.at("forward").str();
+  if (m.has("inference"))
+    out.inference = m.at("inference").str();
+  if (m.has("inference_of"))
+    out.inferenceOf = m.at("inference_of").str();
   out.json = json;
   return out;
 }
@@ -338,7 +342,7 @@ std::vector<LayerManifest> loadLibrary(const std::string &path) {
   for (const std::string &ns : layerNamespaces())
     if (!before.count(ns)) {
       const LayerManifest &manifest = manifestOf(ns);
-      if (manifest.forward.empty()) // backward layers run inside applyLayer only
+      if (manifest.forward.empty() && manifest.inferenceOf.empty()) // run by applyLayer only
         layers.push_back(manifest);
     }
   if (layers.empty())

@@ -49,7 +49,7 @@ hector.layer @weight_space {
 
 // -----
 
-// expected-error @+1 {{hector-autodiff: cannot name the backward layer @clash_backward: the symbol exists}}
+// expected-error @+1 {{hector-autodiff: cannot name the derived layer @clash_backward: the symbol exists}}
 hector.layer @clash {
   %x = hector.input "x" : !hector.value<node, [8]>
   hector.output "y" %x : !hector.value<node, [8]>

@@ -319,3 +319,21 @@ def test_spilled_activations_give_bit_identical_gradients(compile_model, model, 
     stats = ctx.stats
     assert stats["spilled"] > 0 and stats["bytes_read"] > 0 and stats["write_failures"] == 0
     assert list(spill_dir.iterdir()) == []
+
+
+def test_derived_layers_are_internal(compiled_library):
+    """The backward layer and the inference copy are registered but not offered as modules; a
+    call under no_grad runs the copy (the fused forward) with the same results."""
+    lib = compiled_library("rgat", "in=6", "d=3", "H=2")
+    assert sorted(hector.load_all(lib)) == ["rgat"]
+    Model = hector.load(lib)
+    assert Model.manifest["inference"].startswith("hector_rgat_inference_")
+    assert Model.manifest["backward"].startswith("hector_rgat_backward_")
+    g = awkward_graph(0)
+    layer = Model(num_relations=g.num_relations, num_ntypes=g.num_ntypes, dtype=F64)
+    graph, x = make_graph(g), torch.randn(g.num_nodes, 6, dtype=F64)
+    with torch.no_grad():
+        fused = layer(graph, x)
+    trained = layer(graph, x)
+    assert trained.grad_fn is not None
+    torch.testing.assert_close(fused, trained.detach(), rtol=0, atol=1e-12)

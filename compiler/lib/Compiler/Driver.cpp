@@ -368,10 +368,15 @@ int runCompiler(const CompilerOptions &options) {
   // Training: every layer gets a backward layer, lowered and emitted like the forward, unless
   // the input already holds them (dialect text printed after hector-autodiff).
   bool derived = llvm::any_of(module->getOps<LayerOp>(), [](LayerOp layer) {
-    return layer->hasAttr(kBackwardAttrName) || layer->hasAttr(kForwardAttrName);
+    return layer->hasAttr(kBackwardAttrName) || layer->hasAttr(kForwardAttrName) ||
+           layer->hasAttr(kInferenceOfAttrName);
   });
-  if (options.backward && !derived)
-    pm.addPass(createAutodiff());
+  if (options.backward && !derived) {
+    // Calls without gradients run a copy of the forward that saves nothing (fused freely).
+    AutodiffOptions autodiff;
+    autodiff.inference = true;
+    pm.addPass(createAutodiff(autodiff));
+  }
   PipelineOptions pipelineOptions;
   buildHectorPipeline(pm, pipelineOptions);
   if (failed(pm.run(*module)))

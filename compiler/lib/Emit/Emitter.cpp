@@ -173,7 +173,16 @@ struct LayerPlan {
   /// The namespace of the backward layer (for a forward layer with one) or of the forward layer
   /// (for a backward layer); filled in by planModule.
   std::string backwardOf, forwardOf;
+  /// The namespace of a forward layer's inference copy, or of the layer an inference copy
+  /// copies.
+  std::string inference, inferenceOf;
 };
+
+/// Whether `layer` is derived by hector-autodiff (a backward layer or an inference copy): never
+/// an entry, not listed by the loaders.
+bool isDerivedLayer(LayerOp layer) {
+  return layer->hasAttr("hector.forward") || layer->hasAttr("hector.inference_of");
+}
 
 /// Whether `output` is an activation saved for the backward layer (kept in the graph's
 /// internal edge order: it only travels from the forward to the backward kernels).
@@ -597,6 +606,10 @@ FailureOr<std::vector<LayerPlan>> planModule(ModuleOp module, StringRef entryNam
       plan.backwardOf = ids.lookup(ref.getValue());
     if (auto ref = plan.layer->getAttrOfType<FlatSymbolRefAttr>("hector.forward"))
       plan.forwardOf = ids.lookup(ref.getValue());
+    if (auto ref = plan.layer->getAttrOfType<FlatSymbolRefAttr>("hector.inference"))
+      plan.inference = ids.lookup(ref.getValue());
+    if (auto ref = plan.layer->getAttrOfType<FlatSymbolRefAttr>("hector.inference_of"))
+      plan.inferenceOf = ids.lookup(ref.getValue());
   }
   return plans;
 }
@@ -1221,6 +1234,10 @@ nlohmann::ordered_json manifestOf(LayerPlan &plan, bool cuda) {
     m["backward"] = plan.backwardOf;
   if (!plan.forwardOf.empty())
     m["forward"] = plan.forwardOf;
+  if (!plan.inference.empty())
+    m["inference"] = plan.inference;
+  if (!plan.inferenceOf.empty())
+    m["inference_of"] = plan.inferenceOf;
   m["kernels"] = Json::array();
   for (const Kernel &kernel : plan.kernels) {
     Json k;
@@ -1617,10 +1634,10 @@ void printGlue(LayerPlan &plan, bool cuda, llvm::raw_ostream &os) {
 //===----------------------------------------------------------------------===//
 
 FailureOr<LayerOp> selectEntryLayer(ModuleOp module, StringRef entry) {
-  // A backward layer (derived by hector-autodiff) is never the default entry.
+  // A layer derived by hector-autodiff is never an entry.
   LayerOp found;
   for (LayerOp layer : module.getOps<LayerOp>())
-    if (!layer->hasAttr("hector.forward") && (entry.empty() || layer.getSymName() == entry))
+    if (!isDerivedLayer(layer) && (entry.empty() || layer.getSymName() == entry))
       found = layer;
   if (found)
     return found;
@@ -1628,7 +1645,7 @@ FailureOr<LayerOp> selectEntryLayer(ModuleOp module, StringRef entry) {
     return module.emitError("the module holds no hector.layer");
   std::string names;
   for (LayerOp layer : module.getOps<LayerOp>())
-    if (!layer->hasAttr("hector.forward"))
+    if (!isDerivedLayer(layer))
       names += (names.empty() ? "" : ", ") + layer.getSymName().str();
   return module.emitError() << "no layer named '" << entry << "' (layers: " << names << ")";
 }

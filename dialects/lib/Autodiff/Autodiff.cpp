@@ -595,25 +595,41 @@ LogicalResult checkDifferentiable(LayerOp layer) {
 }
 
 struct AutodiffPass : public hector::impl::AutodiffBase<AutodiffPass> {
+  using AutodiffBase::AutodiffBase;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SymbolTable symbols(module);
     SmallVector<LayerOp> layers(module.getOps<LayerOp>());
     for (LayerOp layer : layers) {
-      if (layer->hasAttr(kBackwardAttrName) || layer->hasAttr(kForwardAttrName))
+      if (layer->hasAttr(kBackwardAttrName) || layer->hasAttr(kForwardAttrName) ||
+          layer->hasAttr(kInferenceOfAttrName))
         continue;
       if (failed(checkDifferentiable(layer)))
         return signalPassFailure();
       std::string name = (layer.getSymName() + "_backward").str();
-      if (Operation *clash = symbols.lookup(name)) {
-        (layer.emitError() << "hector-autodiff: cannot name the backward layer @" << name
-                           << ": the symbol exists")
-                .attachNote(clash->getLoc())
-            << "defined here";
-        return signalPassFailure();
+      std::string copyName = (layer.getSymName() + "_inference").str();
+      for (const std::string &taken : {name, copyName}) {
+        if (taken == copyName && !inference)
+          continue;
+        if (Operation *clash = symbols.lookup(taken)) {
+          (layer.emitError() << "hector-autodiff: cannot name the derived layer @" << taken
+                             << ": the symbol exists")
+                  .attachNote(clash->getLoc())
+              << "defined here";
+          return signalPassFailure();
+        }
       }
       OpBuilder mb(layer);
       mb.setInsertionPointAfter(layer);
+      if (inference) {
+        // The layer as it is, before it returns saved activations.
+        auto copy = cast<LayerOp>(mb.clone(*layer.getOperation()));
+        copy.setSymName(copyName);
+        symbols.insert(copy);
+        copy->setAttr(kInferenceOfAttrName, FlatSymbolRefAttr::get(layer.getSymNameAttr()));
+        layer->setAttr(kInferenceAttrName, FlatSymbolRefAttr::get(copy.getSymNameAttr()));
+      }
       auto backward = mb.create<LayerOp>(layer.getLoc(), name, layer.getParamsAttr());
       symbols.insert(backward);
       backward->setAttr(kForwardAttrName, FlatSymbolRefAttr::get(layer.getSymNameAttr()));

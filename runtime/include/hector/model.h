@@ -49,6 +49,9 @@ struct LayerManifest {
   /// Training: a forward layer's backward layer namespace (empty when built with
   /// --no-backward), or a backward layer's forward layer namespace.
   std::string backward, forward;
+  /// A forward layer's inference copy (runs calls that need no gradient: it saves nothing, so
+  /// its kernels are fused freely), or the layer an inference copy copies.
+  std::string inference, inferenceOf;
   std::string json;      ///< the manifest as the library returned it
 };
 
@@ -60,7 +63,7 @@ const LayerManifest &manifestOf(const std::string &ns);
 /// backward runs the layer's backward kernels (derived by the compiler). The activations the
 /// backward layer reads are kept in hector::current_activation_store(). Returns the layer's
 /// outputs (not the saved activations); when no input or weight requires grad, or grad mode is
-/// off, only the forward kernels run and nothing is saved. Backward through the result with
+/// off, nothing is saved and the layer's inference copy runs (the fused forward kernels). Backward through the result with
 /// create_graph=True (double backward) raises a c10::Error. `inputs` in manifest order, edge data
 /// in the user's edge order; `weights` in manifest order.
 std::vector<at::Tensor> applyLayer(const LayerManifest &layer, const Graph &graph,
@@ -68,7 +71,7 @@ std::vector<at::Tensor> applyLayer(const LayerManifest &layer, const Graph &grap
                                    const std::vector<at::Tensor> &weights);
 
 /// Loads a library built by hectorc and returns the manifests of the layers it registers (the
-/// entry layer first; backward layers are internal and not listed). Throws std::runtime_error when the file cannot be loaded or registers no
+/// entry layer first; backward layers and inference copies are internal and not listed). Throws std::runtime_error when the file cannot be loaded or registers no
 /// layer. Loading the same path again returns the same manifests.
 std::vector<LayerManifest> loadLibrary(const std::string &path);
 

@@ -56,8 +56,8 @@ def _load_library(path) -> dict[str, dict]:
                 raise RuntimeError(f"hector.load: {path}: unsupported manifest format "
                                    f"{manifest.get('format')!r}")
             manifest["namespace"] = ns
-            if "forward" in manifest:
-                continue  # a backward layer: runs inside the forward layer's autograd node
+            if "forward" in manifest or "inference_of" in manifest:
+                continue  # backward layer / inference copy: run by hector::layer_apply
             manifests[manifest["layer"]] = manifest
         _libraries[key] = manifests
     return _libraries[key]

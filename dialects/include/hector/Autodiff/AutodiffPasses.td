@@ -44,7 +44,22 @@ def Autodiff : Pass<"hector-autodiff", "mlir::ModuleOp"> {
     weights and saved values. docs/architecture.md ("Automatic differentiation") gives the
     interface and the derivative rule of every op. Run it before hector-decompose-softmax and
     the lowering.
+
+    With `inference=true` (what hectorc runs) every differentiated layer is first copied as it
+    was, for calls that need no gradient: the copy saves nothing, so the lowering fuses it
+    freely (RGAT's softmax stays one three-pass traversal):
+
+    ```
+    hector.layer @L {...}      =>      hector.layer @L attributes {hector.backward = @L_backward,
+                                                                   hector.inference = @L_inference} {...}
+                                       hector.layer @L_inference attributes {hector.inference_of = @L} {...}
+                                       hector.layer @L_backward attributes {hector.forward = @L} {...}
+    ```
   }];
+  let options = [
+    Option<"inference", "inference", "bool", /*default=*/"false",
+           "Also keep an unmodified copy @L_inference of every differentiated layer">,
+  ];
 }
 
 #endif // HECTOR_AUTODIFF_AUTODIFFPASSES_TD

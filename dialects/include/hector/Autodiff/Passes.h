@@ -25,6 +25,10 @@ namespace hector {
 inline constexpr llvm::StringLiteral kBackwardAttrName = "hector.backward";
 /// Attribute of a backward layer naming its forward layer (a FlatSymbolRefAttr).
 inline constexpr llvm::StringLiteral kForwardAttrName = "hector.forward";
+/// Attribute of a forward layer naming its inference copy, and of the copy naming the forward
+/// (FlatSymbolRefAttrs; hector-autodiff with inference=true).
+inline constexpr llvm::StringLiteral kInferenceAttrName = "hector.inference";
+inline constexpr llvm::StringLiteral kInferenceOfAttrName = "hector.inference_of";
 /// Prefix of the forward outputs, and backward inputs, holding saved activations ("saved.0").
 inline constexpr llvm::StringLiteral kSavedPrefix = "saved.";
 /// Prefix of the gradient inputs and outputs of a backward layer ("grad.h", "grad.W").
