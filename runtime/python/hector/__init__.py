@@ -7,12 +7,15 @@ Loads compiled relational-GNN layers as ``torch.nn.Module`` classes and provides
 - :class:`PinnedTable` — zero-copy (PyTorch-Direct) row gathers from host-resident features.
 - :func:`load` — a library built by ``hectorc`` as ``torch.nn.Module`` classes.
 - :func:`spill` — a context that spills saved activations to SSD (SSDTrain).
+- :class:`NeighborSampler`, :class:`MiniBatchLoader` (``hector.minibatch``) — mini-batch training
+  on per-batch relational subgraphs with features gathered from host memory, prepared ahead.
 
 The native part, ``libhector_runtime.so``, registers its operators under ``torch.ops.hector``.
 """
 from ._native import library_path, load_runtime  # noqa: F401
 
-__all__ = ["Graph", "PinnedTable", "spill", "load", "load_all", "library_path", "load_runtime"]
+__all__ = ["Graph", "PinnedTable", "spill", "load", "load_all", "library_path", "load_runtime",
+           "NeighborSampler", "MiniBatchLoader", "partition_nodes"]
 
 
 def __getattr__(name):
@@ -29,4 +32,7 @@ def __getattr__(name):
     if name == "spill":
         from .spill import spill
         return spill
+    if name in ("NeighborSampler", "MiniBatchLoader", "partition_nodes"):
+        from . import minibatch
+        return getattr(minibatch, name)
     raise AttributeError(f"module 'hector' has no attribute {name!r}")

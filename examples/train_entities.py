@@ -1,0 +1,292 @@
+"""Entity classification (node classification) on an RDF graph in the R-GCN benchmark layout —
+AIFB by default — with a two-layer RGCN, RGAT or HGT, compiled by hectorc or built from PyG.
+
+    python examples/train_entities.py                            # RGCN on AIFB, compiled layers
+    python examples/train_entities.py --model rgat --impl pyg    # the same architecture from PyG
+    python examples/train_entities.py --model hgt --seeds 1 --epochs 20 --device cuda
+
+The setup is the R-GCN paper's (Schlichtkrull et al. 2018): two layers, 16 hidden units, the
+whole graph in every step (full batch), Adam with learning rate 0.01 and an L2 penalty, 50 epochs,
+cross-entropy on the labelled training entities, accuracy on the test entities after the last
+epoch. One difference: the paper's input is featureless — one-hot node identity, so the first
+layer's relation weights have one row per node (in = 8285 on AIFB). A compiled layer multiplies
+the input rows as dense rows, which at that width costs gigabytes and seconds per step on a CPU;
+here the input is a learned node embedding of width --embed-dim (nn.Embedding), which the first
+layer's relation weights then multiply — a factorisation of the paper's first-layer weight.
+
+Models (both implementations have the same layers, weights and initialisation):
+
+- rgcn: examples/rgcn_aifb.hector; PyG RGCNConv(aggr='mean') x 2, ReLU between.
+- rgat: examples/rgat_aifb.hector; PyG RGATConv (across-relation, additive self-attention) x 2,
+  --heads heads in the first layer and one in the second, ReLU between.
+- hgt: examples/hgt_aifb.hector; PyG HGTConv x 2 and a linear classifier. The relations are the
+  (source type, predicate, destination type) triples, as in HGT; the embedding is --hidden wide
+  (HGTConv's gated skip connection needs equal input and output widths).
+
+Prints the loss, training accuracy and time of every epoch (one line redrawn in place on a
+terminal, one line per epoch otherwise), the test accuracy of every seed and a summary line:
+
+    test accuracy: 95.00% (mean over 5 seeds, std 1.11), time per epoch: 12.3 ms
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import _common
+from _common import Progress, check_gradients, mean_std, seed_everything, synchronize
+
+MODEL_FILES = {"rgcn": "rgcn_aifb", "rgat": "rgat_aifb", "hgt": "hgt_aifb"}
+DEFAULT_HEADS = {"rgcn": None, "rgat": 2, "hgt": 4}
+
+
+# --- the models: a learned embedding, then the layers ----------------------------------------
+
+class EntityClassifier(nn.Module):
+    """A learned embedding row per node, fed to `body`; forward() gives every node's logits."""
+
+    def __init__(self, num_nodes: int, embed_dim: int, body: nn.Module):
+        super().__init__()
+        self.embedding = nn.Embedding(num_nodes, embed_dim)
+        self.body = body
+
+    def forward(self) -> torch.Tensor:
+        return self.body(self.embedding.weight)
+
+
+class Compiled(nn.Module):
+    """A model compiled by hectorc, run on a hector.Graph with the model's extra inputs (RGCN's
+    per-edge norm)."""
+
+    def __init__(self, layer: nn.Module, graph, extra_inputs: list[torch.Tensor]):
+        super().__init__()
+        self.layer = layer
+        self.graph = graph
+        self.extra_inputs = extra_inputs
+
+    def forward(self, x):
+        return self.layer(self.graph, x, *self.extra_inputs)
+
+
+class PygRGCN(nn.Module):
+    """RGCNConv(aggr='mean') x 2 with ReLU between: rgcn_aifb.hector."""
+
+    def __init__(self, in_dim, hidden, classes, num_relations, edge_index, etype):
+        super().__init__()
+        from torch_geometric.nn import RGCNConv
+        self.conv1 = RGCNConv(in_dim, hidden, num_relations, aggr="mean")
+        self.conv2 = RGCNConv(hidden, classes, num_relations, aggr="mean")
+        self.edge_index, self.etype = edge_index, etype
+
+    def forward(self, x):
+        x = F.relu(self.conv1(x, self.edge_index, self.etype))
+        return self.conv2(x, self.edge_index, self.etype)
+
+
+class PygRGAT(nn.Module):
+    """RGATConv (across-relation, additive self-attention, concat) x 2 with ReLU between:
+    rgat_aifb.hector."""
+
+    def __init__(self, in_dim, hidden, classes, num_relations, heads, edge_index, etype):
+        super().__init__()
+        from torch_geometric.nn import RGATConv
+        kw = dict(attention_mechanism="across-relation", attention_mode="additive-self-attention",
+                  concat=True, negative_slope=0.2, dropout=0.0, bias=True)
+        self.conv1 = RGATConv(in_dim, hidden // heads, num_relations, heads=heads, **kw)
+        self.conv2 = RGATConv(hidden, classes, num_relations, heads=1, **kw)
+        self.edge_index, self.etype = edge_index, etype
+
+    def forward(self, x):
+        x = F.relu(self.conv1(x, self.edge_index, self.etype))
+        return self.conv2(x, self.edge_index, self.etype)
+
+
+class PygHGT(nn.Module):
+    """HGTConv x 2 and a linear classifier on the heterogeneous form of the graph: node type t is
+    "t{t}", meta-relation r (a type triple) the edge type ("t{a}", "r{r}", "t{b}"):
+    hgt_aifb.hector."""
+
+    def __init__(self, hidden, classes, heads, ntype, num_ntypes, src, dst, etype,
+                 num_relations):
+        super().__init__()
+        from torch_geometric.nn import HGTConv, Linear
+        self.ntypes = [f"t{t}" for t in range(num_ntypes)]
+        self.members = [torch.nonzero(ntype == t).flatten() for t in range(num_ntypes)]
+        local = torch.empty_like(ntype)
+        for idx in self.members:
+            local[idx] = torch.arange(idx.numel(), device=idx.device)
+        # Node order of the concatenated per-type outputs, and its inverse.
+        self.order_inv = torch.argsort(torch.cat(self.members))
+        self.edge_index_dict = {}
+        for r in range(num_relations):
+            m = etype == r
+            a, b = int(ntype[src[m][0]]), int(ntype[dst[m][0]])
+            self.edge_index_dict[(f"t{a}", f"r{r}", f"t{b}")] = torch.stack(
+                [local[src[m]], local[dst[m]]])
+        metadata = (self.ntypes, list(self.edge_index_dict))
+        self.conv1 = HGTConv(hidden, hidden, metadata, heads=heads)
+        self.conv2 = HGTConv(hidden, hidden, metadata, heads=heads)
+        self.lin = Linear(hidden, classes, weight_initializer="glorot", bias_initializer="zeros")
+
+    def forward(self, x):
+        xs = {name: x[idx] for name, idx in zip(self.ntypes, self.members)}
+        for conv in (self.conv1, self.conv2):
+            xs = conv(xs, self.edge_index_dict)
+        # Every node type receives messages (every edge has its inverse), so none is None.
+        h = torch.cat([xs[name] for name in self.ntypes])[self.order_inv]
+        return self.lin(h)
+
+
+def meta_relations(data) -> tuple[torch.Tensor, int]:
+    """Relabels the edges by their (source type, relation, destination type) triple: HGT's
+    meta-relations, PyG's heterogeneous edge types."""
+    key = (data.ntype[data.src] * data.num_relations + data.etype) * data.num_ntypes \
+        + data.ntype[data.dst]
+    triples, etype = torch.unique(key, return_inverse=True)
+    return etype, int(triples.numel())
+
+
+def prepare(args, data, dtype, device):
+    """Everything the seeds share — the relations, the graph on the device and, for hector, the
+    compiled model's class — and returns (make, description): make() builds a freshly initialised
+    model (from the current RNG state) on device in dtype."""
+    etype, R = data.etype, data.num_relations
+    if args.model == "hgt":
+        etype, R = meta_relations(data)
+    src, dst = data.src.to(device), data.dst.to(device)
+    etype, ntype = etype.to(device), data.ntype.to(device)
+    N, T, C = data.num_nodes, data.num_ntypes, data.num_classes
+    if args.impl == "hector":
+        import hector
+        params = {"in": args.embed_dim, "hidden": args.hidden, "classes": C}
+        if args.heads:
+            params["att_heads"] = args.heads
+        path = _common.compile_model(MODEL_FILES[args.model], params,
+                                     target="cuda" if device == "cuda" else "cpu")
+        Layer = hector.load(path)
+        graph = hector.Graph(src, dst, etype, num_nodes=N, ntype=ntype, num_relations=R,
+                             num_ntypes=T)
+        # RGCN's edge input: 1/|N_r(i)| per edge, in the user's edge order.
+        extra = [graph.unsort_edge_data(graph.norm_relation).to(dtype)] \
+            if args.model == "rgcn" else []
+
+        def make_body():
+            layer = Layer(num_relations=R, num_ntypes=T, dtype=dtype, device=device)
+            return Compiled(layer, graph, extra)
+        what = _common.relative(path)
+    else:
+        import torch_geometric
+        # RGCNConv's segment-matmul path (pyg-lib) averages over all incoming edges at once;
+        # the per-relation loop gives the per-(destination, relation) mean of the paper.
+        torch_geometric.backend.use_segment_matmul = False
+        edge_index = torch.stack([src, dst])
+
+        def make_body():
+            if args.model == "rgcn":
+                return PygRGCN(args.embed_dim, args.hidden, C, R, edge_index, etype)
+            if args.model == "rgat":
+                return PygRGAT(args.embed_dim, args.hidden, C, R, args.heads, edge_index, etype)
+            return PygHGT(args.hidden, C, args.heads, ntype, T, src, dst, etype, R)
+        what = "PyG layers"
+
+    def make():
+        return EntityClassifier(N, args.embed_dim, make_body()).to(device=device, dtype=dtype)
+    return make, f"{args.model} ({args.impl}: {what}), {R} relations"
+
+
+# --- training ----------------------------------------------------------------------------------
+
+def accuracy(logits: torch.Tensor, y: torch.Tensor) -> float:
+    return float((logits.argmax(dim=1) == y).float().mean())
+
+
+def train_one(args, data, make, seed, device) -> tuple[float, float, list[float]]:
+    """Trains a fresh model with this seed; returns (test accuracy, final training accuracy,
+    seconds per epoch)."""
+    seed_everything(seed)
+    model = make()
+    train_idx, train_y = data.train_idx.to(device), data.train_y.to(device)
+    test_idx, test_y = data.test_idx.to(device), data.test_y.to(device)
+    opt = torch.optim.Adam(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
+    progress = Progress(args.epochs, prefix=f"seed {seed}  " if args.seeds > 1 else "")
+    times = []
+    for epoch in range(1, args.epochs + 1):
+        synchronize(device)
+        start = time.perf_counter()
+        model.train()
+        opt.zero_grad()
+        logits = model()[train_idx]
+        loss = F.cross_entropy(logits, train_y)
+        loss.backward()
+        if epoch == 1:
+            check_gradients({"": model})
+        opt.step()
+        synchronize(device)
+        times.append(time.perf_counter() - start)
+        progress.update(epoch, {"loss": f"{loss.item():.4f}",
+                                "train": f"{accuracy(logits, train_y):7.2%}",
+                                "time": f"{times[-1] * 1e3:.1f} ms"})
+    progress.close()
+    model.eval()
+    with torch.no_grad():
+        logits = model()
+    return accuracy(logits[test_idx], test_y), accuracy(logits[train_idx], train_y), times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", choices=sorted(MODEL_FILES), default="rgcn")
+    _common.add_common_args(parser, data="aifb", epochs=50, lr=0.01, weight_decay=5e-4,
+                            hidden=16, embed_dim=None, seeds=1)
+    parser.add_argument("--heads", type=int, default=None,
+                        help="attention heads of rgat's first layer and of hgt's layers "
+                             "(default: rgat 2, hgt 4; must divide --hidden)")
+    args = parser.parse_args()
+    _common.check_args(parser, args)
+    if args.model == "rgcn":
+        if args.heads is not None:
+            parser.error("--heads: rgcn has no attention heads")
+    else:
+        args.heads = args.heads or DEFAULT_HEADS[args.model]
+        if args.heads < 1 or args.hidden % args.heads:
+            parser.error(f"--heads {args.heads} must divide --hidden {args.hidden}")
+    if args.embed_dim is None:
+        args.embed_dim = args.hidden
+    elif args.model == "hgt" and args.embed_dim != args.hidden:
+        parser.error("--embed-dim: hgt's input must be --hidden wide (HGTConv's skip connection)")
+    dtype, device = _common.DTYPES[args.dtype], args.device
+
+    from hector.data import load_entities
+    start = time.perf_counter()
+    data = load_entities(args.data)
+    print(f"{data.name}: {data.num_nodes} nodes, {data.num_edges} edges, {data.num_relations} "
+          f"relations, {data.num_ntypes} node types; {len(data.train_idx)} training and "
+          f"{len(data.test_idx)} test entities, {data.num_classes} classes "
+          f"(loaded in {time.perf_counter() - start:.1f} s)")
+    make, what = prepare(args, data, dtype, device)
+    print(f"model: {what}; 2 layers, hidden {args.hidden}, embedding {args.embed_dim}"
+          + (f", {args.heads} heads" if args.heads else "")
+          + f"; {args.dtype} on {device}; Adam lr {args.lr}, weight decay {args.weight_decay}, "
+          f"{args.epochs} epochs, full batch")
+
+    test_accs, epoch_times = [], []
+    for seed in range(args.seeds):
+        test_acc, train_acc, times = train_one(args, data, make, seed, device)
+        test_accs.append(test_acc)
+        # The first epoch of a run pays one-time costs (allocations, lazy initialisation).
+        epoch_times += times[1:] if len(times) > 1 else times
+        print(f"seed {seed}: test accuracy {test_acc:.2%}, train accuracy {train_acc:.2%}, "
+              f"{sum(times) / len(times) * 1e3:.1f} ms per epoch")
+    mean, std = mean_std([100 * a for a in test_accs])
+    ms = sum(epoch_times) / len(epoch_times) * 1e3
+    print(f"test accuracy: {mean:.2f}% (mean over {args.seeds} seed{'s' if args.seeds > 1 else ''}"
+          f", std {std:.2f}), time per epoch: {ms:.1f} ms")
+
+
+if __name__ == "__main__":
+    main()
