@@ -27,6 +27,23 @@ def test_aifb_matches_published_sizes():
     assert int(d.etype.max()) < d.num_relations and int(d.ntype.max()) < d.num_ntypes
 
 
+def test_blank_nodes_get_the_same_ids_on_every_load(tmp_path):
+    """rdflib draws fresh random blank-node ids on every parse; the loader numbers blank nodes by
+    their label in the file, so two loads (or two processes) agree on every id."""
+    d = tmp_path / "blanks"
+    d.mkdir()
+    lines = [f"_:b{i} <http://x/p> _:b{(i * 7) % 12} .\n" for i in range(12)]
+    lines += ["<http://x/e1> <http://x/p> _:b3 .\n", "<http://x/e2> <http://x/q> _:b5 .\n"]
+    with gzip.open(d / "blanks_stripped.nt.gz", "wt") as f:
+        f.writelines(lines)
+    for split in ("trainingSet.tsv", "testSet.tsv"):
+        (d / split).write_text("person\tid\tlabel_x\nhttp://x/e1\t1\ta\nhttp://x/e2\t2\tb\n")
+    first, second = load_entities(d), load_entities(d)
+    assert first.node_names == second.node_names
+    assert torch.equal(first.src, second.src) and torch.equal(first.dst, second.dst)
+    assert "_:b3" in first.node_names
+
+
 @needs_data
 def test_umls_matches_published_sizes():
     k = load_triples(DATA / "umls")

@@ -63,8 +63,12 @@ class TripleDataset:
     relation_names: list[str]
 
 
-def _term_key(term) -> str:
-    """A node's identity: its N-Triples spelling (URIs, literals with datatype/language, blanks)."""
+def _term_key(term, blank_labels=None) -> str:
+    """A node's identity: its N-Triples spelling (URIs, literals with datatype/language, blanks).
+    Blank nodes are spelt with their label in the file (rdflib draws fresh random ids on every
+    parse), so node ids are the same in every process."""
+    if blank_labels is not None and term in blank_labels:
+        return blank_labels[term]
     return term.n3()
 
 
@@ -85,10 +89,15 @@ def load_entities(directory: str | pathlib.Path) -> EntityDataset:
             raise FileNotFoundError(f"{directory}: missing {split}")
 
     g = rdflib.Graph()
+    file_blanks: dict = {}   # the file's blank-node label -> rdflib's BNode
     with gzip.open(graphs[0], "rb") as f:
-        g.parse(f, format="nt")
+        g.parse(f, format="nt", bnode_context=file_blanks)
+    blank_labels = {node: f"_:{label}" for label, node in file_blanks.items()}
 
-    triples = sorted({(_term_key(s), _term_key(p), _term_key(o)) for s, p, o in g})
+    def key(term):
+        return _term_key(term, blank_labels)
+
+    triples = sorted({(key(s), key(p), key(o)) for s, p, o in g})
     node_names = sorted({s for s, _, _ in triples} | {o for _, _, o in triples})
     predicates = sorted({p for _, p, _ in triples})
     node_id = {n: i for i, n in enumerate(node_names)}
