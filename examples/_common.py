@@ -27,8 +27,15 @@ DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
 
 def add_common_args(parser: argparse.ArgumentParser, data: str, epochs: int, lr: float,
-                    weight_decay: float, hidden: int, embed_dim: int, seeds: int) -> None:
-    """The options both examples take (the defaults differ per task)."""
+                    weight_decay: float | None, hidden: int, embed_dim: int | None,
+                    seeds: int, notes: dict[str, str] | None = None) -> None:
+    """The options both examples take. A default of None is resolved by the example after
+    parsing; notes[name] then says in --help what it becomes."""
+    notes = notes or {}
+
+    def default(name, value):
+        return notes[name] if value is None else str(value)
+
     parser.add_argument("--data", type=pathlib.Path, default=DATA / data,
                         help=f"dataset directory (default: <repo>/../shared/data/{data})")
     parser.add_argument("--impl", choices=("hector", "pyg"), default="hector",
@@ -37,13 +44,13 @@ def add_common_args(parser: argparse.ArgumentParser, data: str, epochs: int, lr:
     parser.add_argument("--epochs", type=int, default=epochs, help=f"default {epochs}")
     parser.add_argument("--lr", type=float, default=lr, help=f"Adam learning rate (default {lr})")
     parser.add_argument("--weight-decay", type=float, default=weight_decay,
-                        help=f"L2 penalty on every parameter (Adam weight_decay, default "
-                             f"{weight_decay})")
+                        help="L2 penalty on every parameter (Adam weight_decay; default "
+                             f"{default('weight_decay', weight_decay)})")
     parser.add_argument("--hidden", type=int, default=hidden,
                         help=f"hidden width (default {hidden})")
     parser.add_argument("--embed-dim", type=int, default=embed_dim,
-                        help="width of the learned node embedding that is the input (default: "
-                             + (f"{embed_dim})" if embed_dim else "--hidden)"))
+                        help="width of the learned node embedding that is the input (default "
+                             f"{default('embed_dim', embed_dim)})")
     parser.add_argument("--seeds", type=int, default=seeds,
                         help=f"train this many times, seeds 0..K-1, and report the mean "
                              f"(default {seeds})")
