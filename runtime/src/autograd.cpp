@@ -204,9 +204,10 @@ void torch::autograd::CppNode<hector::LayerFunction>::release_variables() {
 
 namespace hector {
 
-std::vector<at::Tensor> applyLayer(const LayerManifest &layer, const Graph &graph,
+std::vector<at::Tensor> applyLayer(const LayerManifest &requested, const Graph &graph,
                                    const std::vector<at::Tensor> &inputs,
-                                   const std::vector<at::Tensor> &weights) {
+                                   const std::vector<at::Tensor> &weights,
+                                   const std::string &variant) {
   bool needsGrad = false;
   if (at::GradMode::is_enabled()) {
     for (const at::Tensor &t : inputs)
@@ -214,6 +215,8 @@ std::vector<at::Tensor> applyLayer(const LayerManifest &layer, const Graph &grap
     for (const at::Tensor &t : weights)
       needsGrad |= t.defined() && t.requires_grad();
   }
+  // The optimisation variant for this graph (all take the same inputs and weights).
+  const LayerManifest &layer = chooseVariant(requested, graph, needsGrad, variant);
   if (!needsGrad || layer.backward.empty()) {
     TORCH_CHECK(!needsGrad, layer.layer,
                 ": this library was built without backward layers (hectorc --no-backward); "
@@ -238,7 +241,8 @@ namespace {
 std::vector<at::Tensor> layerApplyOp(const std::string &ns, std::vector<at::Tensor> graphTensors,
                                      std::vector<int64_t> graphSizes,
                                      std::vector<at::Tensor> inputs,
-                                     std::vector<at::Tensor> weights) {
+                                     std::vector<at::Tensor> weights,
+                                     const std::string &variant) {
   const LayerManifest *layer = nullptr;
   try {
     layer = &manifestOf(ns);
@@ -246,7 +250,7 @@ std::vector<at::Tensor> layerApplyOp(const std::string &ns, std::vector<at::Tens
     TORCH_CHECK_VALUE(false, e.what());
   }
   Graph graph = Graph::fromTensors(std::move(graphTensors), std::move(graphSizes));
-  return applyLayer(*layer, graph, inputs, weights);
+  return applyLayer(*layer, graph, inputs, weights, variant);
 }
 
 } // namespace
@@ -255,6 +259,6 @@ std::vector<at::Tensor> layerApplyOp(const std::string &ns, std::vector<at::Tens
 TORCH_LIBRARY_FRAGMENT(hector, m) {
   // CompositeImplicitAutograd: the kernel builds its own autograd node (LayerFunction).
   m.def("layer_apply(str layer, Tensor[] graph, int[] graph_sizes, Tensor[] inputs, "
-        "Tensor[] weights) -> Tensor[]",
+        "Tensor[] weights, str variant=\"auto\") -> Tensor[]",
         &hector::layerApplyOp);
 }

@@ -87,7 +87,9 @@ const std::vector<std::string> &Graph::tensorNames() {
       "in_eid",       "in_src",        "out_ptr",        "out_eid",        "out_dst",
       "unique_src_ptr", "unique_src",  "unique_src_inv", "unique_dst_ptr", "unique_dst",
       "unique_dst_inv", "ntype",       "ntype_ptr",      "ntype_perm",     "ntype_perm_inv",
-      "norm_relation", "norm_in"};
+      "norm_relation", "norm_in",
+      "unique_src_edge_ptr", "unique_src_edges", "unique_dst_edge_ptr",
+      "unique_src_node_ptr", "unique_src_by_node", "unique_dst_node_ptr", "unique_dst_by_node"};
   // clang-format on
   return names;
 }
@@ -105,7 +107,9 @@ std::vector<at::Tensor *> Graph::members() {
           &inEid_,        &inSrc_,        &outPtr_,       &outEid_,       &outDst_,
           &uniqueSrcPtr_, &uniqueSrc_,    &uniqueSrcInv_, &uniqueDstPtr_, &uniqueDst_,
           &uniqueDstInv_, &ntype_,        &ntypePtr_,     &ntypePerm_,    &ntypePermInv_,
-          &normRelation_, &normIn_};
+          &normRelation_, &normIn_,
+          &uniqueSrcEdgePtr_, &uniqueSrcEdges_, &uniqueDstEdgePtr_,
+          &uniqueSrcNodePtr_, &uniqueSrcByNode_, &uniqueDstNodePtr_, &uniqueDstByNode_};
   // clang-format on
 }
 
@@ -157,6 +161,13 @@ Graph Graph::fromTensors(std::vector<at::Tensor> tensors, std::vector<int64_t> s
   expect(g.ntype_, g.numNodes_, "ntype");
   expect(g.ntypePtr_, g.numNtypes_ + 1, "ntype_ptr");
   expect(g.normIn_, g.numEdges_, "norm_in");
+  expect(g.uniqueSrcEdgePtr_, g.uniqueSrc_.size(0) + 1, "unique_src_edge_ptr");
+  expect(g.uniqueSrcEdges_, g.numEdges_, "unique_src_edges");
+  expect(g.uniqueDstEdgePtr_, g.uniqueDst_.size(0) + 1, "unique_dst_edge_ptr");
+  expect(g.uniqueSrcNodePtr_, g.numNodes_ + 1, "unique_src_node_ptr");
+  expect(g.uniqueSrcByNode_, g.uniqueSrc_.size(0), "unique_src_by_node");
+  expect(g.uniqueDstNodePtr_, g.numNodes_ + 1, "unique_dst_node_ptr");
+  expect(g.uniqueDstByNode_, g.uniqueDst_.size(0), "unique_dst_by_node");
   return g;
 }
 
@@ -291,6 +302,15 @@ Graph Graph::build(const at::Tensor &src, const at::Tensor &dst, const at::Tenso
     g.uniqueSrcPtr_ = segmentPointer(uniqueSrcKeys.div(n, "floor"), g.numRelations_);
     g.uniqueDstInv_ = g.uniqueDstInv_.reshape({numEdges});
   }
+
+  // --- The members of every unique pair: its edges (for sums from edges into pairs) and, per
+  // node, its pairs (for sums from pairs into nodes). A destination pair's edges are contiguous
+  // (edges are sorted by relation, then destination), so it needs only the pointer. ---
+  std::tie(g.uniqueSrcEdgePtr_, g.uniqueSrcEdges_) =
+      buildCsr(g.uniqueSrcInv_, g.uniqueSrc_.size(0));
+  g.uniqueDstEdgePtr_ = segmentPointer(g.uniqueDstInv_, g.uniqueDst_.size(0));
+  std::tie(g.uniqueSrcNodePtr_, g.uniqueSrcByNode_) = buildCsr(g.uniqueSrc_, g.numNodes_);
+  std::tie(g.uniqueDstNodePtr_, g.uniqueDstByNode_) = buildCsr(g.uniqueDst_, g.numNodes_);
 
   // --- Degree norms per sorted edge. ---
   g.normRelation_ =

@@ -236,8 +236,10 @@ std::vector<TensorDecl> decls(const Json &list, const char *kindKey) {
 
 LayerManifest parseManifest(const std::string &ns, const std::string &json) {
   Json m = JsonReader(json).document();
-  if (m.at("format").num() != 1)
-    throw std::runtime_error("hector manifest of " + ns + ": unsupported format");
+  if (m.at("format").num() != 2)
+    throw std::runtime_error("hector manifest of " + ns + ": format " +
+                             std::to_string(static_cast<int>(m.at("format").num())) +
+                             " is not this runtime's (2); rebuild the library with this hectorc");
   LayerManifest out;
   out.layer = m.at("layer").str();
   out.ns = ns;
@@ -253,6 +255,29 @@ LayerManifest parseManifest(const std::string &ns, const std::string &json) {
     out.inference = m.at("inference").str();
   if (m.has("inference_of"))
     out.inferenceOf = m.at("inference_of").str();
+  if (m.has("variant"))
+    out.variant = m.at("variant").str();
+  if (m.has("variant_of"))
+    out.variantOf = m.at("variant_of").str();
+  if (m.has("variants"))
+    for (const Json &item : m.at("variants").array())
+      out.variants.push_back(item.str());
+  if (m.has("rewrites"))
+    for (const Json &item : m.at("rewrites").array())
+      out.rewrites.push_back(item.str());
+  if (m.has("cost")) {
+    auto numbers = [](const Json &list) {
+      std::vector<double> values;
+      for (const Json &item : list.array())
+        values.push_back(item.num());
+      return values;
+    };
+    const Json &cost = m.at("cost");
+    out.flops = numbers(cost.at("flops"));
+    out.bytes = numbers(cost.at("bytes"));
+    for (const Json &item : cost.at("intermediates").array())
+      out.intermediates.push_back(numbers(item));
+  }
   out.json = json;
   return out;
 }
@@ -342,7 +367,8 @@ std::vector<LayerManifest> loadLibrary(const std::string &path) {
   for (const std::string &ns : layerNamespaces())
     if (!before.count(ns)) {
       const LayerManifest &manifest = manifestOf(ns);
-      if (manifest.forward.empty() && manifest.inferenceOf.empty()) // run by applyLayer only
+      // Backward layers, inference copies and variants are run by applyLayer only.
+      if (manifest.forward.empty() && manifest.inferenceOf.empty() && manifest.variantOf.empty())
         layers.push_back(manifest);
     }
   if (layers.empty())

@@ -55,6 +55,16 @@ def reference(src, dst, etype, n, r, ntype=None, t=1):
         ref[f"unique_{side}"] = [v for _, v in flat]
         ref[f"unique_{side}_ptr"] = list(np.cumsum([0] + [len(x) for x in per_rel]))
         ref[f"unique_{side}_inv"] = [flat.index((s_et[k], nodes[k])) for k in range(e)]
+        members = [[k for k in range(e) if ref[f"unique_{side}_inv"][k] == u]
+                   for u in range(len(flat))]
+        ref[f"unique_{side}_edge_ptr"] = list(np.cumsum([0] + [len(m) for m in members]))
+        if side == "src":
+            ref["unique_src_edges"] = [k for m in members for k in m]
+        else:
+            assert [k for m in members for k in m] == list(range(e))   # contiguous
+        by_node = [[u for u, (_, v) in enumerate(flat) if v == i] for i in range(n)]
+        ref[f"unique_{side}_node_ptr"] = list(np.cumsum([0] + [len(x) for x in by_node]))
+        ref[f"unique_{side}_by_node"] = [u for x in by_node for u in x]
     ref["norm_relation"] = [
         1.0 / sum(1 for m in range(e) if s_dst[m] == s_dst[k] and s_et[m] == s_et[k])
         for k in range(e)]

@@ -246,6 +246,30 @@ void softmaxAggregate(const Csr<Index> &g, std::int64_t heads, std::int64_t widt
   }
 }
 
+/// Segmented row sum: for every segment s and column c < width,
+///
+///     out[s * width + c] = sum_{j in [segOffsets[s], segOffsets[s+1])} in[row(j) * width + c]
+///
+/// with row(j) = rows[j], or j when `rows` is null (contiguous segments). An empty segment
+/// yields 0. Sums edges into their unique (node, relation) pairs and pairs into their nodes;
+/// each segment is summed by one thread in order, so the result is deterministic.
+template <typename T, typename Index>
+void segmentedRowSum(std::int64_t numSegments, const Index *segOffsets, const Index *rows,
+                     const T *in, std::int64_t width, T *out) {
+#pragma omp parallel for schedule(dynamic, 256)
+  for (std::int64_t s = 0; s < numSegments; ++s) {
+    T *HECTOR_RESTRICT o = out + s * width;
+    std::fill(o, o + width, T(0));
+    for (std::int64_t j = segOffsets[s]; j < segOffsets[s + 1]; ++j) {
+      const std::int64_t r = rows ? static_cast<std::int64_t>(rows[j]) : j;
+      const T *HECTOR_RESTRICT x = in + r * width;
+#pragma omp simd
+      for (std::int64_t c = 0; c < width; ++c)
+        o[c] += x[c];
+    }
+  }
+}
+
 } // namespace cpu
 } // namespace tmpl
 } // namespace hector

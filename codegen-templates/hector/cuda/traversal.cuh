@@ -359,6 +359,47 @@ cudaError_t launchSoftmaxAggregate(const Csr<Index> &g, std::int64_t heads, std:
   return cudaGetLastError();
 }
 
+//===----------------------------------------------------------------------===//
+// Segmented row sum
+//===----------------------------------------------------------------------===//
+
+/// A warp per segment (grid-stride); lane l sums columns l, l + 32, ... over the segment's rows
+/// in order (row(j) = rows[j], or j when `rows` is null). Deterministic, no atomics.
+template <typename T, typename Index>
+__global__ void __launch_bounds__(kTraversalThreads)
+    segmentedRowSumKernel(std::int64_t numSegments, const Index *__restrict__ segOffsets,
+                          const Index *__restrict__ rows, const T *__restrict__ in,
+                          std::int64_t width, T *__restrict__ out) {
+  const int lane = threadIdx.x % 32;
+  const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * (blockDim.x / 32);
+  for (std::int64_t s = static_cast<std::int64_t>(blockIdx.x) * (blockDim.x / 32) +
+                        threadIdx.x / 32;
+       s < numSegments; s += warps) {
+    const std::int64_t begin = segOffsets[s], end = segOffsets[s + 1];
+    for (std::int64_t c = lane; c < width; c += 32) {
+      T acc = T(0);
+      for (std::int64_t j = begin; j < end; ++j) {
+        const std::int64_t r = rows ? static_cast<std::int64_t>(rows[j]) : j;
+        acc += in[r * width + c];
+      }
+      out[s * width + c] = acc;
+    }
+  }
+}
+
+/// Launches `segmentedRowSumKernel` on `stream` (see cpu::segmentedRowSum for the contract).
+template <typename T, typename Index>
+cudaError_t launchSegmentedRowSum(std::int64_t numSegments, const Index *segOffsets,
+                                  const Index *rows, const T *in, std::int64_t width, T *out,
+                                  cudaStream_t stream) {
+  if (numSegments == 0 || width == 0)
+    return cudaSuccess;
+  segmentedRowSumKernel<T, Index>
+      <<<traversalBlocks(numSegments, kTraversalThreads / 32), kTraversalThreads, 0, stream>>>(
+          numSegments, segOffsets, rows, in, width, out);
+  return cudaGetLastError();
+}
+
 } // namespace gpu
 } // namespace tmpl
 } // namespace hector

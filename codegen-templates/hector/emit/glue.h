@@ -52,6 +52,13 @@ inline GraphView makeGraphView(const Graph &g, const at::Tensor &ranges) {
   v.ntype = p(g.ntype());
   v.ntypePtr = p(g.ntypePtr());
   v.ntypePerm = p(g.ntypePerm());
+  v.uniqueSrcEdgePtr = p(g.uniqueSrcEdgePtr());
+  v.uniqueSrcEdges = p(g.uniqueSrcEdges());
+  v.uniqueDstEdgePtr = p(g.uniqueDstEdgePtr());
+  v.uniqueSrcNodePtr = p(g.uniqueSrcNodePtr());
+  v.uniqueSrcByNode = p(g.uniqueSrcByNode());
+  v.uniqueDstNodePtr = p(g.uniqueDstNodePtr());
+  v.uniqueDstByNode = p(g.uniqueDstByNode());
   const std::int64_t *r = p(ranges);
   v.nodeRange = r;
   v.edgeRange = r + 2;

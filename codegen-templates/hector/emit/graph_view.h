@@ -28,6 +28,11 @@ struct GraphView {
   const std::int64_t *uniqueSrcPtr = nullptr, *uniqueSrc = nullptr, *uniqueSrcInv = nullptr;
   const std::int64_t *uniqueDstPtr = nullptr, *uniqueDst = nullptr, *uniqueDstInv = nullptr;
   const std::int64_t *ntype = nullptr, *ntypePtr = nullptr, *ntypePerm = nullptr;
+  /// The members of every unique pair: its edges, and per node its pairs.
+  const std::int64_t *uniqueSrcEdgePtr = nullptr, *uniqueSrcEdges = nullptr,
+                     *uniqueDstEdgePtr = nullptr;
+  const std::int64_t *uniqueSrcNodePtr = nullptr, *uniqueSrcByNode = nullptr,
+                     *uniqueDstNodePtr = nullptr, *uniqueDstByNode = nullptr;
   /// One-segment offsets {0, rows}: for nodes, edges, unique sources, unique destinations.
   const std::int64_t *nodeRange = nullptr, *edgeRange = nullptr, *uniqueSrcRange = nullptr,
                      *uniqueDstRange = nullptr;
@@ -40,6 +45,27 @@ struct GraphView {
     g.relOffsets = relPtr;
     g.src = sortedSrc;
     g.dst = sortedDst;
+    return g;
+  }
+  /// The unique (source, relation) pairs as the "edges" of an edge-parallel traversal over
+  /// compacted rows: row u is pair u, its relation from uniqueSrcPtr, src = dst = its node.
+  tmpl::SortedEdges<std::int64_t> uniqueSrcPairs() const {
+    tmpl::SortedEdges<std::int64_t> g;
+    g.numEdges = numUniqueSrc;
+    g.numRelations = numRelations;
+    g.relOffsets = uniqueSrcPtr;
+    g.src = uniqueSrc;
+    g.dst = uniqueSrc;
+    return g;
+  }
+  /// The same over the unique (destination, relation) pairs.
+  tmpl::SortedEdges<std::int64_t> uniqueDstPairs() const {
+    tmpl::SortedEdges<std::int64_t> g;
+    g.numEdges = numUniqueDst;
+    g.numRelations = numRelations;
+    g.relOffsets = uniqueDstPtr;
+    g.src = uniqueDst;
+    g.dst = uniqueDst;
     return g;
   }
   /// Incoming edges of every node (neighbour: the source).

@@ -12,6 +12,8 @@
 #include "hector/Dialect/HectorDialect.h"
 #include "hector/Dialect/HectorOps.h"
 #include "hector/Emit/Emitter.h"
+#include "hector/Optimize/CostModel.h"
+#include "hector/Optimize/Passes.h"
 #include "hector/Frontend/Frontend.h"
 #include "hector/Transforms/Passes.h"
 
@@ -358,7 +360,16 @@ int runCompiler(const CompilerOptions &options) {
     }
   }
 
-  if (emit == "hector")
+  std::optional<GraphSizesAndBalance> explainSizes;
+  if (!options.explain.empty()) {
+    std::string error;
+    FailureOr<GraphSizesAndBalance> parsed = parseGraphSizes(options.explain, error);
+    if (failed(parsed))
+      return fail("--explain: " + error);
+    explainSizes = *parsed;
+  }
+
+  if (emit == "hector" && !explainSizes)
     return writeOutput(*module, options.outputFile);
 
   PassManager pm(&context, ModuleOp::getOperationName());
@@ -371,11 +382,31 @@ int runCompiler(const CompilerOptions &options) {
     return layer->hasAttr(kBackwardAttrName) || layer->hasAttr(kForwardAttrName) ||
            layer->hasAttr(kInferenceOfAttrName);
   });
+  bool hasVariants = llvm::any_of(module->getOps<LayerOp>(), [](LayerOp layer) {
+    return layer->hasAttr(kVariantsAttrName) || layer->hasAttr(kVariantOfAttrName);
+  });
+  // The optimisation variants of every layer; the runtime picks one per graph.
+  if (!derived && !hasVariants) {
+    VariantsOptions variants;
+    variants.reorder = options.reorder;
+    variants.compact = options.compact;
+    pm.addPass(createVariants(variants));
+  }
   if (options.backward && !derived) {
     // Calls without gradients run a copy of the forward that saves nothing (fused freely).
     AutodiffOptions autodiff;
     autodiff.inference = true;
     pm.addPass(createAutodiff(autodiff));
+  }
+  // The cost model's estimates, for the runtime's choice among the variants.
+  if (!derived)
+    pm.nest<LayerOp>().addPass(createAnnotateCost());
+  if (explainSizes) {
+    if (failed(pm.run(*module)))
+      return 1;
+    printVariantChoice(*module, explainSizes->sizes, explainSizes->balance, llvm::outs());
+    llvm::outs().flush();
+    return 0;
   }
   PipelineOptions pipelineOptions;
   buildHectorPipeline(pm, pipelineOptions);

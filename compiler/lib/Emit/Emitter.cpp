@@ -137,6 +137,8 @@ enum class KernelKind {
   Traversal,     ///< hector.traversal: an edge or node traversal
   WeightGrad,    ///< hector.weight_grad, and hector.reduce into coarser rows: the GEMM
                  ///< template's outer-product (weight-gradient) form
+  RowSum,        ///< hector.reduce from edges into unique pairs, or from unique pairs into
+                 ///< nodes: the traversal template's segmented row sum
   Glue,          ///< O(weights) or O(slices) work done with ATen in the glue: weight-space
                  ///< products and their gradients, reductions that keep the rows, elementwise
                  ///< ops on relation/ntype/unsliced rows
@@ -176,12 +178,17 @@ struct LayerPlan {
   /// The namespace of a forward layer's inference copy, or of the layer an inference copy
   /// copies.
   std::string inference, inferenceOf;
+  /// Optimisation variants (hector-variants): the layer as written lists its variants'
+  /// namespaces; a variant names the layer's.
+  std::string variant, variantOf;
+  std::vector<std::string> variants;
 };
 
 /// Whether `layer` is derived by hector-autodiff (a backward layer or an inference copy): never
 /// an entry, not listed by the loaders.
 bool isDerivedLayer(LayerOp layer) {
-  return layer->hasAttr("hector.forward") || layer->hasAttr("hector.inference_of");
+  return layer->hasAttr("hector.forward") || layer->hasAttr("hector.inference_of") ||
+         layer->hasAttr("hector.variant_of");
 }
 
 /// Whether `output` is an activation saved for the backward layer (kept in the graph's
@@ -358,6 +365,48 @@ bool reduceSumsRows(ReduceOp op) {
   return from != Space::Relation && from != Space::NType && from != Space::None;
 }
 
+/// The configuration of a segmented row sum: out[s] = sum of in[row(j)] over the positions j of
+/// segment s (row(j) = rows[j], or j when rows is "nullptr").
+struct RowSumConfig {
+  std::string numSegments, segOffsets, rows = "nullptr";
+  /// Elements per output row.
+  int64_t width = 0;
+  /// The input row has more elements (trailing dimensions to sum first).
+  bool presum = false;
+};
+
+/// The segmented row sum of a hector.reduce from edge rows into unique pairs, or from unique
+/// pairs into nodes; std::nullopt for any other reduce.
+std::optional<RowSumConfig> rowSumConfig(ReduceOp op) {
+  auto result = dyn_cast<ValueType>(op.getResult().getType());
+  if (!result)
+    return std::nullopt;
+  Space from = op.getInput().getType().getSpace(), to = result.getSpace();
+  bool edge = from == Space::Edge || from == Space::Src || from == Space::Dst;
+  RowSumConfig c;
+  if (edge && to == Space::UniqueSrc) {
+    c.numSegments = "g.numUniqueSrc";
+    c.segOffsets = "g.uniqueSrcEdgePtr";
+    c.rows = "g.uniqueSrcEdges";
+  } else if (edge && to == Space::UniqueDst) {
+    c.numSegments = "g.numUniqueDst";
+    c.segOffsets = "g.uniqueDstEdgePtr";
+  } else if (from == Space::UniqueSrc && to == Space::Node) {
+    c.numSegments = "g.numNodes";
+    c.segOffsets = "g.uniqueSrcNodePtr";
+    c.rows = "g.uniqueSrcByNode";
+  } else if (from == Space::UniqueDst && to == Space::Node) {
+    c.numSegments = "g.numNodes";
+    c.segOffsets = "g.uniqueDstNodePtr";
+    c.rows = "g.uniqueDstByNode";
+  } else {
+    return std::nullopt;
+  }
+  c.width = numElements(result.getDims());
+  c.presum = c.width != numElements(op.getInput().getType().getDims());
+  return c;
+}
+
 FailureOr<WeightGradConfig> weightGradConfig(Operation *op, const LayerPlan &plan) {
   WeightGradConfig c;
   if (auto reduce = dyn_cast<ReduceOp>(op)) {
@@ -445,13 +494,27 @@ std::string kernelName(LayerPlan &plan, size_t index, Operation *op) {
   }
   if (isa<WeightGradOp>(op))
     return base + "wgrad";
-  if (isa<ReduceOp>(op))
-    return base + "rowsum";
+  if (auto reduce = dyn_cast<ReduceOp>(op))
+    return base + (rowSumConfig(reduce) ? "segsum" : "rowsum");
   if (!isa<TraversalOp>(op))
     return base + "glue";
   auto traversal = cast<TraversalOp>(op);
   return base + stringifyTraversalKind(traversal.getKind()).str() + "_traversal_p" +
          std::to_string(passesOf(traversal)) + "_r" + std::to_string(traversal.getNumResults());
+}
+
+/// The unique-pair space an edge traversal runs over instead of the edges (every result in
+/// unique_src rows, or every result in unique_dst rows: compacted values), or std::nullopt.
+std::optional<Space> pairSpaceOf(TraversalOp op) {
+  if (op.getKind() != TraversalKind::Edge || op.getNumResults() == 0)
+    return std::nullopt;
+  Space first = cast<ValueType>(op.getResult(0).getType()).getSpace();
+  if (first != Space::UniqueSrc && first != Space::UniqueDst)
+    return std::nullopt;
+  for (Type type : op.getResultTypes())
+    if (cast<ValueType>(type).getSpace() != first)
+      return std::nullopt;
+  return first;
 }
 
 /// Checks that a traversal's body is printable.
@@ -463,6 +526,8 @@ LogicalResult checkTraversal(TraversalOp op) {
     if (isa<AggregateOp>(inner) && op.getKind() == TraversalKind::Edge)
       return inner.emitError("an edge traversal cannot reduce into nodes");
   }
+  if (pairSpaceOf(op))
+    return success();
   for (Type type : op.getResultTypes()) {
     Space space = cast<ValueType>(type).getSpace();
     bool edge = isEdgeIndexed(space) && space != Space::UniqueSrc && space != Space::UniqueDst;
@@ -527,8 +592,9 @@ FailureOr<LayerPlan> planLayer(LayerOp layer) {
     } else if (auto output = dyn_cast<OutputOp>(op)) {
       if (auto value = dyn_cast<ValueType>(output.getValue().getType())) {
         Space space = value.getSpace();
+        bool unique = space == Space::UniqueSrc || space == Space::UniqueDst;
         if (space != Space::Node && space != Space::Edge && space != Space::Src &&
-            space != Space::Dst)
+            space != Space::Dst && !(unique && isSavedOutput(output)))
           return output.emitError() << "cannot emit an output indexed by "
                                     << stringifySpace(space);
       }
@@ -563,6 +629,8 @@ FailureOr<LayerPlan> planLayer(LayerOp layer) {
         kind = KernelKind::Traversal;
       } else if (isa<WeightMatmulOp>(op)) {
         kind = KernelKind::WeightProduct;
+      } else if (isa<ReduceOp>(op) && rowSumConfig(cast<ReduceOp>(op))) {
+        kind = KernelKind::RowSum;
       } else if (isa<WeightGradOp>(op) ||
                  (isa<ReduceOp>(op) && reduceSumsRows(cast<ReduceOp>(op)))) {
         if (failed(weightGradConfig(&op, plan)))
@@ -610,6 +678,14 @@ FailureOr<std::vector<LayerPlan>> planModule(ModuleOp module, StringRef entryNam
       plan.inference = ids.lookup(ref.getValue());
     if (auto ref = plan.layer->getAttrOfType<FlatSymbolRefAttr>("hector.inference_of"))
       plan.inferenceOf = ids.lookup(ref.getValue());
+    if (auto name = plan.layer->getAttrOfType<StringAttr>("hector.variant"))
+      plan.variant = name.getValue().str();
+    if (auto ref = plan.layer->getAttrOfType<FlatSymbolRefAttr>("hector.variant_of"))
+      plan.variantOf = ids.lookup(ref.getValue());
+    if (auto list = plan.layer->getAttrOfType<ArrayAttr>("hector.variants"))
+      for (Attribute item : list)
+        if (auto ref = dyn_cast<FlatSymbolRefAttr>(item))
+          plan.variants.push_back(ids.lookup(ref.getValue()));
   }
   return plans;
 }
@@ -625,6 +701,7 @@ public:
   FunctorPrinter(TraversalOp op, StringRef name, llvm::raw_ostream &os)
       : op(op), name(name), os(os), body(op.getBodyRegion().front()) {
     nodeKind = op.getKind() == TraversalKind::Node;
+    pairSpace = pairSpaceOf(op);
     for (Operation &inner : body)
       if (auto agg = dyn_cast<AggregateOp>(inner)) {
         aggregateIndex[agg] = aggregates.size();
@@ -655,6 +732,9 @@ private:
   llvm::raw_ostream &os;
   Block &body;
   bool nodeKind;
+  /// An edge traversal over the unique pairs of this space (e is the pair's row, src = dst its
+  /// node).
+  std::optional<Space> pairSpace;
   EdgeEnd by = EdgeEnd::Dst;
   SmallVector<AggregateOp> aggregates;
   llvm::DenseMap<Operation *, unsigned> aggregateIndex;
@@ -708,6 +788,16 @@ private:
 
   /// The row expression of a table in `space` read at context `ctx` (a node variable, or "e").
   std::string rowOf(Space space, const std::string &ctx) {
+    if (pairSpace && (space == Space::Src || space == Space::Dst || space == Space::Edge ||
+                      ((space == Space::UniqueSrc || space == Space::UniqueDst) &&
+                       space != *pairSpace))) {
+      op.emitError() << "a traversal over " << stringifySpace(*pairSpace)
+                     << " pairs cannot read rows indexed by " << stringifySpace(space);
+      failedScope = true;
+      return "0";
+    }
+    if (pairSpace && space == *pairSpace)
+      return "e";
     switch (space) {
     case Space::Node:
       return ctx;
@@ -762,6 +852,8 @@ private:
       return eval(dst.getInput(), dstVar);
     if (auto expand = dyn_cast<UniqueExpandOp>(def))
       return eval(expand.getInput(), "e");
+    if (auto gather = dyn_cast<UniqueGatherOp>(def))
+      return eval(gather.getInput(), gather.getSide() == EdgeEnd::Src ? srcVar : dstVar);
     if (isa<SplitHeadsOp, MergeHeadsOp>(def))
       return eval(def->getOperand(0), ctx);
     if (auto agg = dyn_cast<AggregateOp>(def)) {
@@ -1063,6 +1155,25 @@ LogicalResult printKernels(LayerPlan &plan, bool cuda, llvm::raw_ostream &os) {
     if (kernel.kind == KernelKind::Glue)
       continue;
     os << "// " << kernel.name << "\n";
+    if (kernel.kind == KernelKind::RowSum) {
+      RowSumConfig c = *rowSumConfig(cast<ReduceOp>(kernel.op));
+      std::string args = c.numSegments + ", " + c.segOffsets + ", " + c.rows + ", in[0], " +
+                         std::to_string(c.width) + ", out[0]";
+      if (!cuda) {
+        os << "template <typename T> void " << kernel.name << "(" << kKernelParams << ") {\n"
+           << "  (void)aux;\n"
+           << "  ::hector::tmpl::cpu::segmentedRowSum<T, std::int64_t>(" << args << ");\n}\n\n";
+      } else {
+        os << "template <typename T> std::size_t " << kernel.name << "_workspace("
+           << kKernelParams << ") {\n  (void)g;\n  (void)in;\n  (void)out;\n  (void)aux;\n"
+           << "  return 0;\n}\n\n";
+        os << "template <typename T> cudaError_t " << kernel.name << "(" << kKernelParams
+           << ", void *, std::size_t, cudaStream_t stream) {\n  (void)aux;\n"
+           << "  return ::hector::tmpl::gpu::launchSegmentedRowSum<T, std::int64_t>(" << args
+           << ", stream);\n}\n\n";
+      }
+      continue;
+    }
     if (kernel.kind == KernelKind::WeightGrad) {
       printWeightGradProblem(kernel, *weightGradConfig(kernel.op, plan), os);
       std::string modes = "T, ::hector::tmpl::BOp::kIdentity, ::hector::tmpl::Assign::kStore";
@@ -1092,12 +1203,16 @@ LogicalResult printKernels(LayerPlan &plan, bool cuda, llvm::raw_ostream &os) {
         return failure();
       bool edge = traversal.getKind() == TraversalKind::Edge;
       std::string csr = printer.reducesBy() == EdgeEnd::Src ? "g.outCsr()" : "g.inCsr()";
+      // An edge traversal over compacted rows runs over the unique pairs instead.
+      std::string edges = "g.sortedEdges()";
+      if (std::optional<Space> pairs = pairSpaceOf(traversal))
+        edges = *pairs == Space::UniqueSrc ? "g.uniqueSrcPairs()" : "g.uniqueDstPairs()";
       if (!cuda) {
         os << "template <typename T> void " << kernel.name << "(" << kKernelParams << ") {\n"
            << "  (void)aux;\n";
         printFunctorSetup(kernel, os);
         if (edge)
-          os << "  ::hector::tmpl::cpu::edgeMap(g.sortedEdges(), f);\n}\n\n";
+          os << "  ::hector::tmpl::cpu::edgeMap(" << edges << ", f);\n}\n\n";
         else
           os << "  ::hector::emit::cpu::nodeTraversal<" << printer.passes() << ">(" << csr
              << ", f);\n}\n\n";
@@ -1109,7 +1224,8 @@ LogicalResult printKernels(LayerPlan &plan, bool cuda, llvm::raw_ostream &os) {
            << ", void *, std::size_t, cudaStream_t stream) {\n  (void)aux;\n";
         printFunctorSetup(kernel, os);
         if (edge)
-          os << "  return ::hector::tmpl::gpu::launchEdgeMap(g.sortedEdges(), f, stream);\n}\n\n";
+          os << "  return ::hector::tmpl::gpu::launchEdgeMap(" << edges
+             << ", f, stream);\n}\n\n";
         else
           os << "  return ::hector::emit::gpu::launchNodeTraversal<" << printer.passes() << ">("
              << csr << ", f, stream);\n}\n\n";
@@ -1173,7 +1289,7 @@ nlohmann::ordered_json shapeJson(RowShape shape) {
 nlohmann::ordered_json manifestOf(LayerPlan &plan, bool cuda) {
   using Json = nlohmann::ordered_json;
   Json m;
-  m["format"] = 1;
+  m["format"] = 2; // 2: the graph carries the unique pairs' members (runtime ABI)
   m["layer"] = plan.layer.getSymName().str();
   m["entry"] = plan.entry;
   Json params = Json::object();
@@ -1218,7 +1334,11 @@ nlohmann::ordered_json manifestOf(LayerPlan &plan, bool cuda) {
       continue;
     }
     auto type = cast<ValueType>(output.getValue().getType());
+    // Saved activations keep their own rows (compaction saves unique-pair rows).
     Space space = type.getSpace() == Space::Node ? Space::Node : Space::Edge;
+    if (isSavedOutput(output))
+      space = type.getSpace() == Space::Src || type.getSpace() == Space::Dst ? Space::Edge
+                                                                              : type.getSpace();
     Json decl = {{"name", output.getName().str()},
                  {"space", stringifySpace(space).str()},
                  {"dims", shapeJson(type.getShape())},
@@ -1238,6 +1358,37 @@ nlohmann::ordered_json manifestOf(LayerPlan &plan, bool cuda) {
     m["inference"] = plan.inference;
   if (!plan.inferenceOf.empty())
     m["inference_of"] = plan.inferenceOf;
+  // Optimisation variants, and the cost model's estimate the runtime chooses among them by
+  // (coefficients of N, E, U_src, U_dst, R, T, 1).
+  if (!plan.variant.empty())
+    m["variant"] = plan.variant;
+  if (!plan.variantOf.empty())
+    m["variant_of"] = plan.variantOf;
+  if (!plan.variant.empty() && plan.variantOf.empty())
+    m["variants"] = plan.variants;
+  if (auto lines = plan.layer->getAttrOfType<ArrayAttr>("hector.rewrites")) {
+    m["rewrites"] = Json::array();
+    for (Attribute line : lines)
+      if (auto text = dyn_cast<StringAttr>(line))
+        m["rewrites"].push_back(text.getValue().str());
+  }
+  if (auto cost = plan.layer->getAttrOfType<DictionaryAttr>("hector.cost")) {
+    auto coefficients = [](Attribute attr) {
+      std::vector<double> values;
+      if (auto array = dyn_cast_or_null<DenseF64ArrayAttr>(attr))
+        values.assign(array.asArrayRef().begin(), array.asArrayRef().end());
+      return values;
+    };
+    Json c;
+    c["terms"] = {"N", "E", "U_src", "U_dst", "R", "T", "1"};
+    c["flops"] = coefficients(cost.get("flops"));
+    c["bytes"] = coefficients(cost.get("bytes"));
+    c["intermediates"] = Json::array();
+    if (auto list = dyn_cast_or_null<ArrayAttr>(cost.get("intermediates")))
+      for (Attribute item : list)
+        c["intermediates"].push_back(coefficients(item));
+    m["cost"] = c;
+  }
   m["kernels"] = Json::array();
   for (const Kernel &kernel : plan.kernels) {
     Json k;
@@ -1245,6 +1396,10 @@ nlohmann::ordered_json manifestOf(LayerPlan &plan, bool cuda) {
     if (kernel.kind == KernelKind::Glue) {
       k["template"] = "glue";
       k["op"] = kernel.op->getName().getStringRef().str();
+    } else if (kernel.kind == KernelKind::RowSum) {
+      k["template"] = "traversal";
+      k["kind"] = "segment_sum";
+      k["N"] = rowSumConfig(cast<ReduceOp>(kernel.op))->width;
     } else if (kernel.kind == KernelKind::WeightGrad) {
       WeightGradConfig c = *weightGradConfig(kernel.op, plan);
       k["template"] = "weight_grad";
@@ -1474,6 +1629,18 @@ void printGlue(LayerPlan &plan, bool cuda, llvm::raw_ostream &os) {
         dc = pre;
       }
       ins.push_back(dc);
+    } else if (kernel.kind == KernelKind::RowSum) {
+      RowSumConfig c = *rowSumConfig(cast<ReduceOp>(kop));
+      Value input = cast<ReduceOp>(kop).getInput();
+      std::string in = plan.tensors.lookup(input);
+      if (c.presum) {
+        std::string pre = "t" + std::to_string(index) + "_pre";
+        os << "  const at::Tensor " << pre << " = ::hector::emit::rowView(" << in << ", {"
+           << c.width << ", " << numElements(cast<ValueType>(input.getType()).getDims()) / c.width
+           << "}).sum(2).contiguous();\n";
+        in = pre;
+      }
+      ins.push_back(in);
     } else {
       for (Value operand : kop->getOperands())
         ins.push_back(plan.tensors.lookup(operand));
@@ -1593,10 +1760,19 @@ void printGlue(LayerPlan &plan, bool cuda, llvm::raw_ostream &os) {
     if (input.getResult().use_empty())
       continue; // not read: may be undefined
     ValueType type = input.getResult().getType();
-    bool node = type.getSpace() == Space::Node;
+    Space space = type.getSpace();
+    // Rows: N, E, or (saved compacted activations) U_src / U_dst.
+    std::string label = space == Space::Node        ? "N"
+                        : space == Space::UniqueSrc ? "U_src"
+                        : space == Space::UniqueDst ? "U_dst"
+                                                    : "E";
+    std::string rows = space == Space::Node || space == Space::UniqueSrc ||
+                               space == Space::UniqueDst
+                           ? graphRows(space)
+                           : "graph.numEdges()";
     os << "  ::hector::emit::checkArgument(inputs[" << i << "], \"" << op << ".forward: input '"
-       << input.getName() << "'\", dtype, graph.device(), \"" << (node ? "N" : "E") << "\", "
-       << shapeList(node ? "graph.numNodes()" : "graph.numEdges()", type.getDims()) << ");\n";
+       << input.getName() << "'\", dtype, graph.device(), \"" << label << "\", "
+       << shapeList(rows, type.getDims()) << ");\n";
   }
   for (auto [i, weight] : llvm::enumerate(plan.weights)) {
     WeightType type = weight.getResult().getType();

@@ -42,6 +42,15 @@ int main(int argc, char **argv) {
   app.add_flag("!--no-backward", options.backward,
                "Build an inference-only library: no backward layers (by default every layer "
                "gets one, derived by hector-autodiff, so that it can be trained)");
+  app.add_flag("!--no-reorder", options.reorder,
+               "Do not add the linear-reordered variants of the layers (by default the library "
+               "carries every variant and the runtime picks one per graph with the cost model)");
+  app.add_flag("!--no-compact", options.compact,
+               "Do not add the compact-materialised variants of the layers");
+  app.add_option("--explain", options.explain,
+                 "Print the cost model's comparison of each layer's variants at the given "
+                 "graph sizes and the choice, instead of compiling: \"edges=E nodes=N "
+                 "relations=R ntypes=T unique-src=U unique-dst=U [balance=B]\"");
   app.add_option("-P,--param", options.paramOverrides,
                  "Override a parameter default: NAME=VALUE (repeatable)")
       ->allow_extra_args(false);

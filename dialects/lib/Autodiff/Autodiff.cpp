@@ -626,6 +626,11 @@ struct AutodiffPass : public hector::impl::AutodiffBase<AutodiffPass> {
         // The layer as it is, before it returns saved activations.
         auto copy = cast<LayerOp>(mb.clone(*layer.getOperation()));
         copy.setSymName(copyName);
+        // The copy is the forward's internal twin: none of the forward's hector.* relations
+        // (variants, rewrite logs, ...) apply to it.
+        for (NamedAttribute attr : llvm::to_vector(copy->getDiscardableAttrs()))
+          if (attr.getName().getValue().starts_with("hector."))
+            copy->removeDiscardableAttr(attr.getName());
         symbols.insert(copy);
         copy->setAttr(kInferenceOfAttrName, FlatSymbolRefAttr::get(layer.getSymNameAttr()));
         layer->setAttr(kInferenceAttrName, FlatSymbolRefAttr::get(copy.getSymNameAttr()));

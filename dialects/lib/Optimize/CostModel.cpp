@@ -250,7 +250,8 @@ bool CostPolicy::pays(const CostEstimate &before, const CostEstimate &after) con
     double old = before.objective(sizes, balance), now = after.objective(sizes, balance);
     return now < old * (1 - 1e-9);
   }
-  case NeverGrows: {
+  case NeverGrows:
+  case SomeGraphs: {
     // The graph-proportional part of the objective's change, on the extreme rays of
     // {N, E >= 0, 0 <= U_src, U_dst <= E}: nodes alone, and edges with each unique count
     // either 0 or E. Weight terms (R, T, 1) are left out.
@@ -268,14 +269,13 @@ bool CostPolicy::pays(const CostEstimate &before, const CostEstimate &after) con
       graph[SizeLinear::Relations] = graph[SizeLinear::NTypes] = graph[SizeLinear::One] = 0;
       return graph.evaluate(ray);
     };
-    bool drops = false;
+    bool drops = false, grows = false;
     for (const GraphSizes &ray : rays) {
       double change = graphPart(ray);
-      if (change > 1e-6)
-        return false;
+      grows |= change > 1e-6;
       drops |= change < -1e-6;
     }
-    return drops;
+    return mode == SomeGraphs ? drops : drops && !grows;
   }
   }
   llvm_unreachable("unknown cost policy");

@@ -125,6 +125,22 @@ public:
   const at::Tensor &uniqueDstPtr() const { return uniqueDstPtr_; }
   const at::Tensor &uniqueDst() const { return uniqueDst_; }
   const at::Tensor &uniqueDstInv() const { return uniqueDstInv_; }
+  /// [U_src+1]: the edges of unique source pair u are uniqueSrcEdges[uniqueSrcEdgePtr[u] ..
+  /// uniqueSrcEdgePtr[u+1]].
+  const at::Tensor &uniqueSrcEdgePtr() const { return uniqueSrcEdgePtr_; }
+  /// [E]: sorted edge ids grouped by unique source pair (ascending within a pair).
+  const at::Tensor &uniqueSrcEdges() const { return uniqueSrcEdges_; }
+  /// [U_dst+1]: the edges of unique destination pair u are the sorted positions
+  /// uniqueDstEdgePtr[u] .. uniqueDstEdgePtr[u+1] (contiguous: edges are sorted by relation,
+  /// then destination).
+  const at::Tensor &uniqueDstEdgePtr() const { return uniqueDstEdgePtr_; }
+  /// [N+1]: the unique source pairs of node i are uniqueSrcByNode[uniqueSrcNodePtr[i] ..
+  /// uniqueSrcNodePtr[i+1]] (ascending, i.e. by relation).
+  const at::Tensor &uniqueSrcNodePtr() const { return uniqueSrcNodePtr_; }
+  const at::Tensor &uniqueSrcByNode() const { return uniqueSrcByNode_; }
+  /// The same for the unique destination pairs.
+  const at::Tensor &uniqueDstNodePtr() const { return uniqueDstNodePtr_; }
+  const at::Tensor &uniqueDstByNode() const { return uniqueDstByNode_; }
   /// @}
 
   /// @name Node types.
@@ -159,6 +175,8 @@ private:
   at::Tensor uniqueSrcPtr_, uniqueSrc_, uniqueSrcInv_, uniqueDstPtr_, uniqueDst_, uniqueDstInv_;
   at::Tensor ntype_, ntypePtr_, ntypePerm_, ntypePermInv_;
   at::Tensor normRelation_, normIn_;
+  at::Tensor uniqueSrcEdgePtr_, uniqueSrcEdges_, uniqueDstEdgePtr_;
+  at::Tensor uniqueSrcNodePtr_, uniqueSrcByNode_, uniqueDstNodePtr_, uniqueDstByNode_;
 
   /// Pointers to every tensor member, in tensorNames() order.
   std::vector<at::Tensor *> members();

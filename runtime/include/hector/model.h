@@ -52,8 +52,34 @@ struct LayerManifest {
   /// A forward layer's inference copy (runs calls that need no gradient: it saves nothing, so
   /// its kernels are fused freely), or the layer an inference copy copies.
   std::string inference, inferenceOf;
+  /// Optimisation variants (docs/architecture.md, "Optimisations"): this layer's variant
+  /// ("none" for the layer as written, "reorder", "compact", "both"; empty in libraries built
+  /// before variants existed), the namespaces of the layer's other variants (on the layer as
+  /// written), or the namespace of the layer a variant belongs to.
+  std::string variant, variantOf;
+  std::vector<std::string> variants;
+  /// The rewrites the variant applied and skipped ("applies ..." / "skips ...").
+  std::vector<std::string> rewrites;
+  /// The cost model's estimate: coefficients of N, E, U_src, U_dst, R, T and 1 (empty when the
+  /// library carries none).
+  std::vector<double> flops, bytes;
+  std::vector<std::vector<double>> intermediates;
   std::string json;      ///< the manifest as the library returned it
 };
+
+/// The variant of `layer` (the layer as loaded) that runs on `graph`: `request` "auto" (or
+/// empty) chooses with the cost model, the cheapest estimated cost at the graph's sizes
+/// (forward + backward when `training`, the inference copy otherwise; the first among
+/// equals, i.e. the simplest); "none", "reorder", "compact" or "both" picks one (a
+/// c10::ValueError when the library does not carry it). With request "auto" the environment
+/// variable HECTOR_VARIANT, when set, is the request.
+const LayerManifest &chooseVariant(const LayerManifest &layer, const Graph &graph, bool training,
+                                   const std::string &request = "auto");
+
+/// The cost model's comparison of the variants of `layer` on `graph`: per variant the
+/// estimated training (forward + backward) and inference costs, the largest intermediate, the
+/// rewrites, and the choice for training and for inference.
+std::string explainVariants(const LayerManifest &layer, const Graph &graph);
 
 /// The manifest of the layer registered under the torch operator namespace `ns` (parsed once).
 /// Throws std::runtime_error when no such layer is loaded.
@@ -66,9 +92,12 @@ const LayerManifest &manifestOf(const std::string &ns);
 /// off, nothing is saved and the layer's inference copy runs (the fused forward kernels). Backward through the result with
 /// create_graph=True (double backward) raises a c10::Error. `inputs` in manifest order, edge data
 /// in the user's edge order; `weights` in manifest order.
+/// `variant` chooses among the layer's optimisation variants (see chooseVariant; all give the
+/// same results up to rounding).
 std::vector<at::Tensor> applyLayer(const LayerManifest &layer, const Graph &graph,
                                    const std::vector<at::Tensor> &inputs,
-                                   const std::vector<at::Tensor> &weights);
+                                   const std::vector<at::Tensor> &weights,
+                                   const std::string &variant = "auto");
 
 /// Loads a library built by hectorc and returns the manifests of the layers it registers (the
 /// entry layer first; backward layers and inference copies are internal and not listed). Throws std::runtime_error when the file cannot be loaded or registers no

@@ -58,7 +58,10 @@ class Graph:
     - CSR by destination: ``in_ptr`` [N+1], ``in_eid`` [E] (sorted edge ids), ``in_src`` [E];
       by source: ``out_ptr``, ``out_eid``, ``out_dst``
     - unique (node, relation) pairs: ``unique_src_ptr`` [R+1], ``unique_src`` [U_src],
-      ``unique_src_inv`` [E] (per sorted edge); the same for ``unique_dst``
+      ``unique_src_inv`` [E] (per sorted edge); the same for ``unique_dst``; the members of
+      every pair: ``unique_src_edge_ptr`` [U_src+1] / ``unique_src_edges`` [E] (its edges),
+      ``unique_dst_edge_ptr`` [U_dst+1] (contiguous edges), ``unique_{src,dst}_node_ptr`` [N+1] /
+      ``unique_{src,dst}_by_node`` [U] (the pairs of every node)
     - node types: ``ntype`` [N], ``ntype_ptr`` [T+1], ``ntype_perm`` / ``ntype_perm_inv`` [N]
     - degree norms (float64, per sorted edge): ``norm_relation`` = 1/|N_r(i)| (PyG RGCNConv
       ``aggr="mean"``), ``norm_in`` = 1/in-degree
@@ -202,6 +205,13 @@ _DOCS = {
     "ntype_perm_inv": "[N] node id -> type-sorted position.",
     "norm_relation": "[E] float64, per sorted edge: 1/|N_r(i)| (PyG RGCNConv aggr='mean').",
     "norm_in": "[E] float64, per sorted edge: 1/in-degree of the destination.",
+    "unique_src_edge_ptr": "[U_src+1] pair u's edges are unique_src_edges[ptr[u]:ptr[u+1]].",
+    "unique_src_edges": "[E] sorted edge ids grouped by unique (source, relation) pair.",
+    "unique_dst_edge_ptr": "[U_dst+1] pair u's edges are the sorted positions ptr[u]:ptr[u+1].",
+    "unique_src_node_ptr": "[N+1] node i's source pairs are unique_src_by_node[ptr[i]:ptr[i+1]].",
+    "unique_src_by_node": "[U_src] unique (source, relation) pair indices grouped by node.",
+    "unique_dst_node_ptr": "[N+1] node i's destination pairs are unique_dst_by_node[ptr[i]:ptr[i+1]].",
+    "unique_dst_by_node": "[U_dst] unique (destination, relation) pair indices grouped by node.",
 }
 
 for _name, _doc in _DOCS.items():

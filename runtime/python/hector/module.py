@@ -52,12 +52,13 @@ def _load_library(path) -> dict[str, dict]:
         manifests = {}
         for ns in new:
             manifest = json.loads(getattr(torch.ops, ns).manifest())
-            if manifest.get("format") != 1:
-                raise RuntimeError(f"hector.load: {path}: unsupported manifest format "
-                                   f"{manifest.get('format')!r}")
+            if manifest.get("format") != 2:
+                raise RuntimeError(f"hector.load: {path}: manifest format "
+                                   f"{manifest.get('format')!r} is not this runtime's (2); "
+                                   "rebuild the library with this hectorc")
             manifest["namespace"] = ns
-            if "forward" in manifest or "inference_of" in manifest:
-                continue  # backward layer / inference copy: run by hector::layer_apply
+            if "forward" in manifest or "inference_of" in manifest or "variant_of" in manifest:
+                continue  # backward layer / inference copy / variant: run by layer_apply
             manifests[manifest["layer"]] = manifest
         _libraries[key] = manifests
     return _libraries[key]
@@ -93,6 +94,10 @@ class CompiledLayer(torch.nn.Module):
 
     manifest: dict = {}
     _op = None
+    #: Which optimisation variant runs: "auto" (the cost model chooses per graph; the default),
+    #: or "none", "reorder", "compact", "both" (see :meth:`variants`). All give the same results
+    #: up to rounding. The environment variable HECTOR_VARIANT overrides "auto".
+    variant: str = "auto"
 
     def __init__(self, num_relations: int = 1, num_ntypes: int = 1, *, dtype=None, device=None):
         super().__init__()
@@ -151,8 +156,34 @@ class CompiledLayer(torch.nn.Module):
         sizes = [int(v) for v in graph._sizes.values()]
         # One differentiable operation: the backward kernels run in loss.backward().
         outs = torch.ops.hector.layer_apply(self.manifest["namespace"], tensors, sizes,
-                                            list(inputs), self.weights())
+                                            list(inputs), self.weights(), self.variant)
         return outs[0] if len(outs) == 1 else tuple(outs)
+
+    @classmethod
+    def variants(cls) -> list[str]:
+        """The optimisation variants the library carries: "none" (the layer as written) and
+        those of "reorder", "compact", "both" whose rewrites change the layer."""
+        names = [cls.manifest.get("variant", "none")]
+        for ns in cls.manifest.get("variants", []):
+            names.append(json.loads(getattr(torch.ops, ns).manifest())["variant"])
+        return names
+
+    def chosen_variant(self, graph, training: bool | None = None) -> str:
+        """The variant a call on ``graph`` runs (``training``: whether gradients are needed;
+        default: whether grad mode is on and a weight requires grad)."""
+        if training is None:
+            training = torch.is_grad_enabled() and any(w.requires_grad for w in self.weights())
+        return torch.ops.hector.layer_variant(
+            self.manifest["namespace"], list(graph.tensors().values()),
+            [int(v) for v in graph._sizes.values()], bool(training), self.variant)
+
+    def explain(self, graph) -> str:
+        """The cost model's comparison of the variants on ``graph``: for each, the estimated
+        training (forward + backward) and inference cost and the largest intermediate at the
+        graph's sizes, the rewrites it applies or skips, and the choice."""
+        return torch.ops.hector.layer_explain(
+            self.manifest["namespace"], list(graph.tensors().values()),
+            [int(v) for v in graph._sizes.values()])
 
     def extra_repr(self) -> str:
         params = ", ".join(f"{k}={v}" for k, v in self.manifest.get("params", {}).items())

@@ -35,6 +35,14 @@ struct CompilerOptions {
   /// Derive the backward layers (hector-autodiff) before lowering, so that the library can be
   /// trained; false builds an inference-only library.
   bool backward = true;
+  /// Add each layer's reordered / compacted variants (hector-variants) for the runtime to
+  /// choose among per graph; false leaves the layer as written.
+  bool reorder = true;
+  bool compact = true;
+  /// Non-empty: print the cost model's comparison of every layer's variants at these graph
+  /// sizes ("edges=E nodes=N relations=R ntypes=T unique-src=U unique-dst=U [balance=B]",
+  /// separated by spaces or commas) instead of producing output.
+  std::string explain;
   /// `NAME=VALUE` parameter overrides, as given on the command line.
   std::vector<std::string> paramOverrides;
 };

@@ -10,6 +10,8 @@
 
 #include "hector/Dialect/HectorOps.h"
 
+#include "mlir/IR/BuiltinOps.h"
+
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -87,6 +89,9 @@ struct CostPolicy {
     NeverGrows,
     /// Sites whose objective drops at `sizes`.
     AtSizes,
+    /// Sites whose graph-proportional change is < 0 for some sizes with U <= E: the rewrite
+    /// pays on some graph (the runtime then chooses per graph among the variants).
+    SomeGraphs,
   };
   Mode mode = NeverGrows;
   GraphSizes sizes;
@@ -95,6 +100,9 @@ struct CostPolicy {
   static CostPolicy always() { return {Always, {}, kDefaultBalance}; }
   static CostPolicy neverGrows(double balance = kDefaultBalance) {
     return {NeverGrows, {}, balance};
+  }
+  static CostPolicy someGraphs(double balance = kDefaultBalance) {
+    return {SomeGraphs, {}, balance};
   }
   static CostPolicy atSizes(const GraphSizes &sizes, double balance = kDefaultBalance) {
     return {AtSizes, sizes, balance};
@@ -150,6 +158,22 @@ Explanation explain(LayerOp layer, const GraphSizes &sizes, double balance = kDe
 
 /// Prints `explanation` as the `hector-explain` pass does.
 void printExplanation(const Explanation &explanation, llvm::raw_ostream &os);
+
+/// Graph sizes and a machine balance, as `hectorc --explain` takes them.
+struct GraphSizesAndBalance {
+  GraphSizes sizes;
+  double balance = kDefaultBalance;
+};
+
+/// Parses "edges=E nodes=N relations=R ntypes=T unique-src=U unique-dst=U balance=B" (any
+/// order, separated by spaces or commas; edges required); sets `error` on failure.
+mlir::FailureOr<GraphSizesAndBalance> parseGraphSizes(llvm::StringRef text, std::string &error);
+
+/// For every layer with variants (hector-variants, then hector-autodiff and
+/// hector-annotate-cost), prints each variant's estimated training cost (forward + backward)
+/// and inference cost at `sizes`, its rewrites, and the variants the runtime would choose.
+void printVariantChoice(mlir::ModuleOp module, const GraphSizes &sizes, double balance,
+                        llvm::raw_ostream &os);
 
 } // namespace hector
 

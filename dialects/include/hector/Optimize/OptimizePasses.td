@@ -81,4 +81,53 @@ def Explain : Pass<"hector-explain", "hector::LayerOp">, Hector_CostOptions {
   }];
 }
 
+def Variants : Pass<"hector-variants", "mlir::ModuleOp"> {
+  let summary = "Add each layer's optimisation variants, for the runtime to choose per graph";
+  let description = [{
+    Whether compaction pays depends on E/U, which only the graph knows; so the compiled
+    library carries the alternatives and the runtime picks one per graph with the cost model
+    (docs/architecture.md, "Optimisations"). For every forward layer `@L` (not one derived by
+    hector-autodiff, not already a variant):
+
+    ```
+    hector.layer @L { ... }
+      =>
+    hector.layer @L {hector.variant = "none", hector.variants = [@L__reorder, @L__compact, @L__both]}
+    hector.layer @L__reorder {hector.variant = "reorder", hector.variant_of = @L}   reorder sites
+                                                                that never cost more
+    hector.layer @L__compact {hector.variant = "compact", hector.variant_of = @L}   every legal
+                                                                compaction
+    hector.layer @L__both    {hector.variant = "both", hector.variant_of = @L}      both
+    ```
+
+    A variant whose rewrites change nothing, or that equals an earlier one, is left out. Every
+    layer records the rewrites it applied and skipped (`hector.rewrites`). Run before
+    hector-autodiff: each variant gets its own backward layer and inference copy.
+  }];
+  let options = [
+    Option<"reorder", "reorder", "bool", "true", "add the reordered variants">,
+    Option<"compact", "compact", "bool", "true", "add the compacted variants">
+  ];
+}
+
+def AnnotateCost : Pass<"hector-annotate-cost", "hector::LayerOp"> {
+  let summary = "Record the cost model's estimate of a layer for the runtime";
+  let description = [{
+    Attaches the estimate of the cost model (FLOPs, bytes moved and the elements of every
+    materialised intermediate, each a linear function of N, E, U_src, U_dst, R, T and 1) as
+    `hector.cost`; the emitter writes it into the manifest, where the runtime evaluates it at a
+    graph's sizes to choose among a layer's variants:
+
+    ```
+    hector.layer @L { ... }
+      =>
+    hector.layer @L {hector.cost = {bytes = array<f64: ...>, flops = array<f64: ...>,
+                                    intermediates = [array<f64: ...>, ...]}} { ... }
+    ```
+
+    Run it on the inter-operator IR (before hector-lower-to-kernels), after hector-autodiff so
+    that backward layers and inference copies are estimated too.
+  }];
+}
+
 #endif // HECTOR_OPTIMIZE_OPTIMIZEPASSES_TD
