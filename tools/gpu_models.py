@@ -119,10 +119,12 @@ def main():
         if not name.startswith("check-"):
             continue
         Layer = hector.load(lib)
-        for gname, g in graphs():
+        for variant, (gname, g) in ((v, gg) for v in Layer.variants() for gg in graphs()):
+            # Every optimisation variant the library carries, on CPU and CUDA alike.
             for dtype in (torch.float64, torch.float32):
                 torch.manual_seed(0)
                 layer = Layer(num_relations=g.num_relations, num_ntypes=g.num_ntypes, dtype=dtype)
+                layer.variant = variant
                 with torch.no_grad():
                     for p in layer.parameters():
                         if p.abs().sum() == 0 or (p == 1).all():
@@ -133,7 +135,8 @@ def main():
                 # Gradients of every input and weight through the compiled backward.
                 grads_cpu = torch.autograd.grad(cpu, xs + list(layer.parameters()), up,
                                                 allow_unused=True)
-                entry = {"model": name, "graph": gname, "dtype": str(dtype)}
+                entry = {"model": name, "variant": variant, "graph": gname,
+                         "dtype": str(dtype)}
                 if cuda:
                     dev = layer.to("cuda")
                     xs_cuda = [x.detach().cuda().requires_grad_() for x in xs]
