@@ -65,6 +65,7 @@ class LinkPredictor(nn.Module):
     def __init__(self, num_nodes, embed_dim, encoder, num_relations, out):
         super().__init__()
         self.embedding = nn.Embedding(num_nodes, embed_dim)
+        nn.init.normal_(self.embedding.weight, std=embed_dim ** -0.5)   # rows of unit norm
         self.encoder = encoder
         self.rel = nn.Parameter(torch.empty(num_relations, out))
         nn.init.xavier_uniform_(self.rel)
@@ -173,7 +174,7 @@ def train_one(args, data, make, seed, device):
         scores = model.score(z, batch[:, 0], batch[:, 1], batch[:, 2])
         loss = F.binary_cross_entropy_with_logits(scores, labels)
         loss.backward()
-        if epoch == 1:
+        if epoch == 1 and args.impl == "hector":
             check_gradients({"": model})
         opt.step()
         synchronize(device)
@@ -201,8 +202,9 @@ def format_metrics(m: dict[str, float]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    _common.add_common_args(parser, data="umls", epochs=300, lr=0.01, weight_decay=0.0,
-                            hidden=64, embed_dim=None, seeds=1)
+    _common.add_common_args(parser, data="umls", epochs=100, lr=0.01, weight_decay=0.0,
+                            hidden=64, embed_dim=None, seeds=1,
+                            notes={"embed_dim": "--hidden"})
     parser.add_argument("--negatives", type=int, default=4,
                         help="corrupted triples per training triple (default 4)")
     args = parser.parse_args()
