@@ -63,6 +63,12 @@ int main(int argc, char **argv) {
     return 1;
   }
 
+  if (app.count("--explain") && options.explain.empty()) {
+    std::cerr << "hectorc: error: --explain needs the graph's sizes, e.g. --explain "
+                 "\"edges=100000 nodes=10000 relations=20 unique-src=10000 unique-dst=20000\"\n";
+    return 1;
+  }
+
   // Everything CLI11 left over must be an MLIR flag.
   std::vector<std::string> extras = app.remaining();
   std::vector<const char *> clArgs = {argv[0]};
