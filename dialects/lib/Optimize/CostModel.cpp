@@ -130,10 +130,31 @@ static bool isWeightLike(Value value) {
   return space == Space::Relation || space == Space::NType || space == Space::None;
 }
 
-/// Ops whose results the lowering writes to memory (GEMMs, weight products, reductions).
+/// Whether `user` reads `value` as a kernel operand that the lowering materialises: a GEMM's
+/// input, a weight gradient's operand, or the input of a reduction across rows (each is its own
+/// kernel; only a plain gather of a table is fused into it).
+static bool readAsKernelOperand(Operation *user, Value value) {
+  if (auto linear = dyn_cast<LinearOp>(user))
+    return linear.getInput() == value;
+  if (isa<WeightGradOp>(user))
+    return true;
+  if (auto reduce = dyn_cast<ReduceOp>(user))
+    return !reduce.isRowLocal();
+  return false;
+}
+
+/// Ops whose results the lowering writes to memory: GEMMs, weight products, reductions, and
+/// any other value a GEMM, a weight gradient or a reduction across rows reads (gathers aside).
 static bool isMaterialising(Operation *op) {
-  return isa<LinearOp, WeightMatmulOp, WeightDotOp, AggregateOp, ReduceOp, SoftmaxOp,
-             WeightGradOp>(op);
+  if (isa<LinearOp, WeightMatmulOp, WeightDotOp, AggregateOp, ReduceOp, SoftmaxOp, WeightGradOp>(
+          op))
+    return true;
+  if (op->getNumResults() != 1 || isa<InputOp, WeightOp, ConstantOp, SliceOp, SrcOp, DstOp,
+                                      UniqueGatherOp, UniqueExpandOp>(op))
+    return false;
+  Value result = op->getResult(0);
+  return llvm::any_of(result.getUsers(),
+                      [&](Operation *user) { return readAsKernelOperand(user, result); });
 }
 
 /// The space of the rows an op iterates over: its input's for GEMMs and reductions, the edges
