@@ -14,6 +14,7 @@
 #include <c10/util/Exception.h>
 
 #include <cstdint>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <utility>

@@ -550,6 +550,12 @@ Space spaceOf(Value v) {
 LogicalResult checkGlueOp(Operation *op) {
   if (isa<WeightAddOp, WeightMatmulGradOp, WeightDotOp, WeightDotGradOp, ConstantOp>(op))
     return success();
+  if (auto grad = dyn_cast<AggregateGradOp>(op)) {
+    if (grad.getKind() == AggregateKind::Max && grad.getInput())
+      return success();
+    return op->emitError("a mean aggregation's gradient belongs in a traversal (lower the "
+                         "layer with --hector-lower-to-kernels)");
+  }
   if (auto reduce = dyn_cast<ReduceOp>(op)) {
     Space from = reduce.getInput().getType().getSpace(), to = spaceOf(reduce.getResult());
     if (from == to || to == Space::None)
@@ -617,7 +623,8 @@ FailureOr<LayerPlan> planLayer(LayerOp layer) {
       plan.tensors[op.getResult(0)] = plan.tensors.lookup(table);
     } else if (isa<GemmOp, TraversalOp, WeightMatmulOp, WeightGradOp, ReduceOp, WeightAddOp,
                    WeightMatmulGradOp, WeightDotOp, WeightDotGradOp, AddOp, SubOp, MulOp, DivOp,
-                   NegOp, ExpOp, ReluOp, TanhOp, SigmoidOp, GeluOp, LeakyReluOp, ConstantOp>(op)) {
+                   NegOp, ExpOp, ReluOp, TanhOp, SigmoidOp, GeluOp, LeakyReluOp, ConstantOp,
+                   AggregateGradOp>(op)) {
       KernelKind kind = KernelKind::Glue;
       if (auto gemm = dyn_cast<GemmOp>(op)) {
         if (failed(gemmConfig(gemm)))
@@ -942,9 +949,8 @@ private:
       bool byDst = aggGrad.getBy() == EdgeEnd::Dst;
       const std::string &node = byDst ? dstVar : srcVar;
       if (aggGrad.getKind() != AggregateKind::Mean || node.empty()) {
-        def->emitError("the emitter has no kernel for the gradient of a max aggregation yet: "
-                       "build an inference-only library with --no-backward, or aggregate with "
-                       "sum or mean to train");
+        def->emitError("the gradient of a max aggregation is a kernel of its own, not a "
+                       "traversal body op (lower the layer with --hector-lower-to-kernels)");
         failedScope = true;
         return name;
       }
@@ -1475,7 +1481,30 @@ void printGlueOp(LayerPlan &plan, const Kernel &kernel, llvm::raw_ostream &os) {
   auto in = [&](unsigned i) { return plan.tensors.lookup(op->getOperand(i)); };
   auto size = [](Value v) { return numElements(dimsOf(v.getType())); };
   os << "  const at::Tensor " << out << " = [&] {\n";
-  if (auto constant = dyn_cast<ConstantOp>(op)) {
+  if (auto grad = dyn_cast<AggregateGradOp>(op)) {
+    // The gradient of y = aggregate max x by END: per node n and element c, grad[n][c] goes to
+    // the first edge of n (in its CSR order: ascending internal edge id) whose x equals the
+    // maximum; every other edge gets 0. Max and min reductions do not depend on the order of
+    // their operands, so this is deterministic on every device.
+    std::string nodeOf =
+        grad.getBy() == EdgeEnd::Dst ? "graph.sortedDst()" : "graph.sortedSrc()";
+    int64_t width = size(grad.getInput());
+    os << "    const std::int64_t E = graph.numEdges(), N = graph.numNodes(), k = " << width
+       << ";\n"
+       << "    const at::Tensor node = " << nodeOf << ".unsqueeze(1).expand({E, k});\n"
+       << "    const at::Tensor x = " << in(1) << ".reshape({E, k});\n"
+       << "    const at::Tensor g = " << in(0) << ".reshape({N, k});\n"
+       << "    const at::Tensor mx = at::full({N, k}, -std::numeric_limits<double>::infinity(), "
+          "opts).scatter_reduce(0, node, x, \"amax\", /*include_self=*/true);\n"
+       << "    const at::Tensor eid = at::arange(E, longOpts).unsqueeze(1).expand({E, k});\n"
+       << "    const at::Tensor candidate = at::where(x == mx.gather(0, node), eid, "
+          "at::full({}, E, longOpts));\n"
+       << "    const at::Tensor first = at::full({N, k}, E, longOpts).scatter_reduce(0, node, "
+          "candidate, \"amin\", /*include_self=*/true);\n"
+       << "    return at::where(first.gather(0, node) == eid, g.gather(0, node), "
+          "at::zeros({}, opts)).reshape("
+       << shape << ").contiguous();\n";
+  } else if (auto constant = dyn_cast<ConstantOp>(op)) {
     os << "    return at::full(" << shape << ", " << literal(constant.getValue().convertToDouble())
        << ", opts);\n";
   } else if (isa<WeightAddOp>(op)) {

@@ -33,10 +33,14 @@ using namespace hector;
 
 namespace {
 
-/// Ops a traversal body may hold, except softmax (decomposed before the lowering).
+/// Ops a traversal body may hold, except softmax (decomposed before the lowering) and the
+/// gradient of a max aggregation (a kernel of its own: it scans each node's edges for the first
+/// maximum before it writes any edge row).
 bool isTraversalBodyOp(Operation *op) {
   if (auto reduce = dyn_cast<ReduceOp>(op))
     return reduce.isRowLocal();
+  if (auto grad = dyn_cast<AggregateGradOp>(op))
+    return grad.getKind() != AggregateKind::Max;
   return op->hasTrait<hector::OpTrait::TraversalBody>() && !isa<SoftmaxOp>(op);
 }
 
