@@ -2,8 +2,8 @@
 //
 // Edge map over relation-sorted edges, node reductions (sum, mean, max) with
 // isolated nodes, edge softmax on logits that overflow a naive softmax, its
-// backward by finite differences, and the fused softmax-weighted aggregation
-// against the two-pass reference.
+// backward by finite differences, the fused softmax-weighted aggregation
+// against the two-pass reference, and the segmented row sum.
 //
 //===----------------------------------------------------------------------===//
 #include "hector/cpu/traversal.h"
@@ -218,4 +218,41 @@ TEST_CASE("traversals are deterministic across thread counts", "[cpu][traversal]
       CHECK(std::memcmp(first.data(), out.data(), out.size() * sizeof(T)) == 0);
   }
   omp_set_num_threads(omp_get_num_procs());
+}
+
+TEMPLATE_TEST_CASE("segmented row sum: contiguous and gathered segments, empty ones",
+                   "[cpu][traversal]", float, double) {
+  std::mt19937_64 rng(23);
+  std::uniform_int_distribution<I64> length(0, 9);
+  std::uniform_real_distribution<double> value(-1, 1);
+  for (I64 width : {1, 7, 64}) {
+    // Segment lengths 0..9 (some empty), over rows that a permutation scatters.
+    const I64 numSegments = 200;
+    std::vector<I64> offsets(numSegments + 1, 0);
+    for (I64 s = 0; s < numSegments; ++s)
+      offsets[s + 1] = offsets[s] + length(rng);
+    const I64 rows = offsets[numSegments];
+    std::vector<I64> perm(rows);
+    for (I64 r = 0; r < rows; ++r)
+      perm[r] = r;
+    std::shuffle(perm.begin(), perm.end(), rng);
+    std::vector<TestType> in(rows * width);
+    for (TestType &v : in)
+      v = static_cast<TestType>(value(rng));
+    for (bool gathered : {false, true}) {
+      std::vector<TestType> out(numSegments * width, TestType(-7));
+      segmentedRowSum<TestType, I64>(numSegments, offsets.data(),
+                                     gathered ? perm.data() : nullptr, in.data(), width,
+                                     out.data());
+      bool ok = true;
+      for (I64 s = 0; s < numSegments; ++s)
+        for (I64 c = 0; c < width; ++c) {
+          double expected = 0;
+          for (I64 j = offsets[s]; j < offsets[s + 1]; ++j)
+            expected += in[(gathered ? perm[j] : j) * width + c];
+          ok &= std::abs(out[s * width + c] - expected) <= tolerance<TestType>() * 10;
+        }
+      CHECK(ok);
+    }
+  }
 }
