@@ -29,9 +29,12 @@ double balanceFor(const at::Device &device) { return device.is_cuda() ? 12.0 : 4
 
 /// N, E, U_src, U_dst, R, T, 1 of `graph`: the terms of the manifests' cost coefficients.
 std::vector<double> termsOf(const Graph &graph) {
-  return {static_cast<double>(graph.numNodes()),     static_cast<double>(graph.numEdges()),
-          static_cast<double>(graph.numUniqueSrc()), static_cast<double>(graph.numUniqueDst()),
-          static_cast<double>(graph.numRelations()), static_cast<double>(graph.numNtypes()),
+  return {static_cast<double>(graph.numNodes()),
+          static_cast<double>(graph.numEdges()),
+          static_cast<double>(graph.numUniqueSrc()),
+          static_cast<double>(graph.numUniqueDst()),
+          static_cast<double>(graph.numRelations()),
+          static_cast<double>(graph.numNtypes()),
           1.0};
 }
 
@@ -138,10 +141,10 @@ std::string explainVariants(const LayerManifest &layer, const Graph &graph) {
   double balance = balanceFor(graph.device());
   std::ostringstream os;
   os << "layer " << variants.front()->layer << ": N=" << graph.numNodes()
-     << " E=" << graph.numEdges() << " R=" << graph.numRelations()
-     << " T=" << graph.numNtypes() << " U_src=" << graph.numUniqueSrc()
-     << " U_dst=" << graph.numUniqueDst() << " balance=" << balance << " flop/byte ("
-     << (graph.device().is_cuda() ? "cuda" : "cpu") << ")\n";
+     << " E=" << graph.numEdges() << " R=" << graph.numRelations() << " T=" << graph.numNtypes()
+     << " U_src=" << graph.numUniqueSrc() << " U_dst=" << graph.numUniqueDst()
+     << " balance=" << balance << " flop/byte (" << (graph.device().is_cuda() ? "cuda" : "cpu")
+     << ")\n";
   std::vector<Estimate> estimates;
   for (const LayerManifest *m : variants) {
     if (m->flops.empty()) {

@@ -136,11 +136,11 @@ struct AnnotateCostPass : public hector::impl::AnnotateCostBase<AnnotateCostPass
     SmallVector<Attribute> intermediates;
     for (const SizeLinear &value : cost.intermediates)
       intermediates.push_back(coefficients(b, value));
-    layer->setAttr(kCostAttrName,
-                   b.getDictionaryAttr({b.getNamedAttr("flops", coefficients(b, cost.flops)),
-                                        b.getNamedAttr("bytes", coefficients(b, cost.bytes)),
-                                        b.getNamedAttr("intermediates",
-                                                       b.getArrayAttr(intermediates))}));
+    layer->setAttr(
+        kCostAttrName,
+        b.getDictionaryAttr({b.getNamedAttr("flops", coefficients(b, cost.flops)),
+                             b.getNamedAttr("bytes", coefficients(b, cost.bytes)),
+                             b.getNamedAttr("intermediates", b.getArrayAttr(intermediates))}));
     markAllAnalysesPreserved();
   }
 };
@@ -297,7 +297,7 @@ void hector::printVariantChoice(ModuleOp module, const GraphSizes &sizes, double
       return choice->name;
     };
     if (!rows.empty())
-      os << "  choice: training " << best(&Row::train) << ", inference "
-         << best(&Row::inference) << "\n";
+      os << "  choice: training " << best(&Row::train) << ", inference " << best(&Row::inference)
+         << "\n";
   }
 }
