@@ -39,39 +39,34 @@ struct GraphView {
 
   /// The relation-sorted edges for edge-parallel traversals.
   tmpl::SortedEdges<std::int64_t> sortedEdges() const {
-    tmpl::SortedEdges<std::int64_t> g;
-    g.numEdges = numEdges;
-    g.numRelations = numRelations;
-    g.relOffsets = relPtr;
-    g.src = sortedSrc;
-    g.dst = sortedDst;
-    return g;
+    return edgesOf(numEdges, relPtr, sortedSrc, sortedDst);
   }
   /// The unique (source, relation) pairs as the "edges" of an edge-parallel traversal over
   /// compacted rows: row u is pair u, its relation from uniqueSrcPtr, src = dst = its node.
   tmpl::SortedEdges<std::int64_t> uniqueSrcPairs() const {
-    tmpl::SortedEdges<std::int64_t> g;
-    g.numEdges = numUniqueSrc;
-    g.numRelations = numRelations;
-    g.relOffsets = uniqueSrcPtr;
-    g.src = uniqueSrc;
-    g.dst = uniqueSrc;
-    return g;
+    return edgesOf(numUniqueSrc, uniqueSrcPtr, uniqueSrc, uniqueSrc);
   }
   /// The same over the unique (destination, relation) pairs.
   tmpl::SortedEdges<std::int64_t> uniqueDstPairs() const {
-    tmpl::SortedEdges<std::int64_t> g;
-    g.numEdges = numUniqueDst;
-    g.numRelations = numRelations;
-    g.relOffsets = uniqueDstPtr;
-    g.src = uniqueDst;
-    g.dst = uniqueDst;
-    return g;
+    return edgesOf(numUniqueDst, uniqueDstPtr, uniqueDst, uniqueDst);
   }
   /// Incoming edges of every node (neighbour: the source).
   tmpl::Csr<std::int64_t> inCsr() const { return {numNodes, numEdges, inPtr, inEid, inSrc}; }
   /// Outgoing edges of every node (neighbour: the destination).
   tmpl::Csr<std::int64_t> outCsr() const { return {numNodes, numEdges, outPtr, outEid, outDst}; }
+
+private:
+  /// `count` rows grouped by relation by `relOffsets`, with their two ends.
+  tmpl::SortedEdges<std::int64_t> edgesOf(std::int64_t count, const std::int64_t *relOffsets,
+                                          const std::int64_t *src, const std::int64_t *dst) const {
+    tmpl::SortedEdges<std::int64_t> g;
+    g.numEdges = count;
+    g.numRelations = numRelations;
+    g.relOffsets = relOffsets;
+    g.src = src;
+    g.dst = dst;
+    return g;
+  }
 };
 
 /// The elementwise functions of the Hector dialect, in the precision of T.
