@@ -427,7 +427,7 @@ std::vector<at::Tensor> CompiledLayer::forward(const Graph &graph,
                     numRelations_);
   TORCH_CHECK_VALUE(graph.numNtypes() == numNtypes_, name, ".forward: the graph has ",
                     graph.numNtypes(), " node types but the layer was built for ", numNtypes_);
-  return applyLayer(manifest_, graph, inputs, weights_);
+  return applyLayer(manifest_, graph, inputs, weights_, variant);
 }
 
 } // namespace hector

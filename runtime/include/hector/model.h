@@ -121,6 +121,9 @@ public:
 
   /// The weights in manifest order.
   std::vector<at::Tensor> weights() const;
+  /// Which optimisation variant forward() runs: "auto" (the cost model's choice per graph, the
+  /// default), "none", "reorder", "compact" or "both" (see chooseVariant).
+  std::string variant = "auto";
   const LayerManifest &manifest() const { return manifest_; }
   int64_t numRelations() const { return numRelations_; }
   int64_t numNtypes() const { return numNtypes_; }
