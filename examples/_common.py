@@ -13,6 +13,7 @@ import sys
 import time
 
 import torch
+import torch.nn.functional as F
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
@@ -170,3 +171,33 @@ class Progress:
         if self.tty:
             self.stream.write("\n")
             self.stream.flush()
+
+
+class Compiled(torch.nn.Module):
+    """A model compiled by hectorc, run on a hector.Graph with the model's extra inputs (RGCN's
+    per-edge norm)."""
+
+    def __init__(self, layer: torch.nn.Module, graph, extra_inputs: list[torch.Tensor]):
+        super().__init__()
+        self.layer = layer
+        self.graph = graph
+        self.extra_inputs = extra_inputs
+
+    def forward(self, x):
+        return self.layer(self.graph, x, *self.extra_inputs)
+
+
+class PygRGCN(torch.nn.Module):
+    """RGCNConv(aggr='mean') x 2 with ReLU between: the two-layer RGCN of rgcn_aifb.hector and
+    rgcn_umls.hector, from PyG."""
+
+    def __init__(self, in_dim, hidden, out, num_relations, edge_index, etype):
+        super().__init__()
+        from torch_geometric.nn import RGCNConv
+        self.conv1 = RGCNConv(in_dim, hidden, num_relations, aggr="mean")
+        self.conv2 = RGCNConv(hidden, out, num_relations, aggr="mean")
+        self.edge_index, self.etype = edge_index, etype
+
+    def forward(self, x):
+        x = F.relu(self.conv1(x, self.edge_index, self.etype))
+        return self.conv2(x, self.edge_index, self.etype)

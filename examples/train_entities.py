@@ -52,7 +52,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import _common
-from _common import Progress, check_gradients, mean_std, seed_everything, synchronize
+from _common import (Compiled, Progress, PygRGCN, check_gradients, mean_std, seed_everything,
+                     synchronize)
 
 # Per model: its file in examples/ and its defaults (None for embed_dim: --hidden; None for
 # embed_std: 1/sqrt(embed_dim)).
@@ -79,35 +80,6 @@ class EntityClassifier(nn.Module):
 
     def forward(self) -> torch.Tensor:
         return self.body(F.dropout(self.embedding.weight, self.dropout, self.training))
-
-
-class Compiled(nn.Module):
-    """A model compiled by hectorc, run on a hector.Graph with the model's extra inputs (RGCN's
-    per-edge norm)."""
-
-    def __init__(self, layer: nn.Module, graph, extra_inputs: list[torch.Tensor]):
-        super().__init__()
-        self.layer = layer
-        self.graph = graph
-        self.extra_inputs = extra_inputs
-
-    def forward(self, x):
-        return self.layer(self.graph, x, *self.extra_inputs)
-
-
-class PygRGCN(nn.Module):
-    """RGCNConv(aggr='mean') x 2 with ReLU between: rgcn_aifb.hector."""
-
-    def __init__(self, in_dim, hidden, classes, num_relations, edge_index, etype):
-        super().__init__()
-        from torch_geometric.nn import RGCNConv
-        self.conv1 = RGCNConv(in_dim, hidden, num_relations, aggr="mean")
-        self.conv2 = RGCNConv(hidden, classes, num_relations, aggr="mean")
-        self.edge_index, self.etype = edge_index, etype
-
-    def forward(self, x):
-        x = F.relu(self.conv1(x, self.edge_index, self.etype))
-        return self.conv2(x, self.edge_index, self.etype)
 
 
 class PygRGAT(nn.Module):

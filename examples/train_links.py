@@ -28,35 +28,10 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import _common
-from _common import Progress, check_gradients, mean_std, seed_everything, synchronize
+from _common import (Compiled, Progress, PygRGCN, check_gradients, mean_std, seed_everything,
+                     synchronize)
 
 MODEL_FILE = "rgcn_umls"
-
-
-class Compiled(nn.Module):
-    """The encoder compiled by hectorc, run on a hector.Graph with its per-edge norm."""
-
-    def __init__(self, layer, graph, norm):
-        super().__init__()
-        self.layer, self.graph, self.norm = layer, graph, norm
-
-    def forward(self, x):
-        return self.layer(self.graph, x, self.norm)
-
-
-class PygEncoder(nn.Module):
-    """RGCNConv(aggr='mean') x 2 with ReLU between: rgcn_umls.hector."""
-
-    def __init__(self, in_dim, hidden, out, num_relations, edge_index, etype):
-        super().__init__()
-        from torch_geometric.nn import RGCNConv
-        self.conv1 = RGCNConv(in_dim, hidden, num_relations, aggr="mean")
-        self.conv2 = RGCNConv(hidden, out, num_relations, aggr="mean")
-        self.edge_index, self.etype = edge_index, etype
-
-    def forward(self, x):
-        x = F.relu(self.conv1(x, self.edge_index, self.etype))
-        return self.conv2(x, self.edge_index, self.etype)
 
 
 class LinkPredictor(nn.Module):
@@ -97,7 +72,7 @@ def prepare(args, data, dtype, device):
         norm = graph.unsort_edge_data(graph.norm_relation).to(dtype)
 
         def make_encoder():
-            return Compiled(Layer(num_relations=R, dtype=dtype, device=device), graph, norm)
+            return Compiled(Layer(num_relations=R, dtype=dtype, device=device), graph, [norm])
         what = _common.relative(path)
     else:
         import torch_geometric
@@ -105,7 +80,7 @@ def prepare(args, data, dtype, device):
         edge_index = torch.stack([src, dst])
 
         def make_encoder():
-            return PygEncoder(args.embed_dim, args.hidden, args.hidden, R, edge_index, etype)
+            return PygRGCN(args.embed_dim, args.hidden, args.hidden, R, edge_index, etype)
         what = "PyG layers"
 
     def make():
