@@ -290,7 +290,8 @@ def training_problem(seed=3, num_nodes=80, num_edges=500, width=8):
 
 
 def train(layer, loader, epochs):
-    """Adam on the loader's batches; returns every step's loss."""
+    """Adam on the loader's batches (`layer` may be a DistributedDataParallel wrapper); returns
+    every step's loss."""
     opt = torch.optim.Adam(layer.parameters(), lr=0.05)
     losses = []
     for epoch in range(epochs):
@@ -415,17 +416,7 @@ def ddp_worker(rank, world, init_file, library, out_dir):
     try:
         layer, loader = ddp_setup(library, rank, world)
         model = torch.nn.parallel.DistributedDataParallel(layer)
-        opt = torch.optim.Adam(model.parameters(), lr=0.05)
-        losses = []
-        for epoch in range(DDP_EPOCHS):
-            loader.set_epoch(epoch)
-            for batch in loader:
-                opt.zero_grad()
-                out = model(batch.graph, batch.x, batch.norm)[batch.target_local]
-                loss = F.cross_entropy(out, batch.labels)
-                loss.backward()
-                opt.step()
-                losses.append(loss.detach())
+        losses = train(model, loader, DDP_EPOCHS)
         torch.save({"losses": losses, "params": dict(layer.named_parameters())},
                    os.path.join(out_dir, f"rank{rank}.pt"))
     finally:
