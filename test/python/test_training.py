@@ -57,19 +57,21 @@ def test_gradcheck_float64(compile_model, model, gkw):
     torch.manual_seed(7)
     layer = Model(num_relations=g.num_relations, num_ntypes=g.num_ntypes, dtype=F64)
     randomise(layer)
-    graph = make_graph(g)
-    inputs = inputs_for(g, decls, F64)
-    weights = layer.weights()
+    assert gradcheck_layer(Model, make_graph(g), inputs_for(g, decls, F64), layer.weights())
+
+
+def gradcheck_layer(Model, graph, inputs, weights, variant="auto"):
+    """torch.autograd.gradcheck of the layer's first output with respect to every input and
+    weight (the weights enter as arguments, so that gradcheck perturbs them)."""
     n = len(inputs)
 
     def f(*args):
-        # Weights enter as arguments so that gradcheck perturbs them.
         return torch.ops.hector.layer_apply(Model.manifest["namespace"],
                                             list(graph.tensors().values()),
                                             [int(v) for v in graph._sizes.values()],
-                                            list(args[:n]), list(args[n:]))[0]
+                                            list(args[:n]), list(args[n:]), variant)[0]
 
-    assert torch.autograd.gradcheck(f, (*inputs, *weights), eps=1e-6, atol=1e-7, rtol=1e-5)
+    return torch.autograd.gradcheck(f, (*inputs, *weights), eps=1e-6, atol=1e-7, rtol=1e-5)
 
 
 def grads(out, wrt, upstream, retain_graph=False):

@@ -17,7 +17,7 @@ import hector
 import references
 from references import awkward_graph
 from test_models import make_graph
-from test_training import MODELS, SMALL, inputs_for, randomise
+from test_training import MODELS, SMALL, gradcheck_layer, inputs_for, randomise
 
 F64 = torch.float64
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -237,17 +237,7 @@ def test_variant_gradcheck_float64(compile_model, model, variant):
     graph = make_graph(g)
     assert graph.num_unique_src < graph.num_edges   # the compacted operators have pairs to share
     layer = build_layer(Model, g, seed=7)
-    inputs = inputs_for(g, decls, F64)
-    weights = layer.weights()
-    n = len(inputs)
-
-    def f(*args):
-        return torch.ops.hector.layer_apply(Model.manifest["namespace"],
-                                            list(graph.tensors().values()),
-                                            [int(v) for v in graph._sizes.values()],
-                                            list(args[:n]), list(args[n:]), variant)[0]
-
-    assert torch.autograd.gradcheck(f, (*inputs, *weights), eps=1e-6, atol=1e-7, rtol=1e-5)
+    assert gradcheck_layer(Model, graph, inputs_for(g, decls, F64), layer.weights(), variant)
 
 
 # --- 4. the choice ------------------------------------------------------------------------------
