@@ -1588,6 +1588,17 @@ void printGlueOp(LayerPlan &plan, const Kernel &kernel, llvm::raw_ostream &os) {
 }
 
 /// Prints the glue of one layer: validation, tensors, kernel calls, outputs, registration.
+/// For a reduction that also drops trailing dimensions: prints `t<index>_pre`, the rows of
+/// `value` with the dimensions beyond its first `width` elements summed, and returns its name.
+std::string printPresum(LayerPlan &plan, size_t index, Value value, int64_t width,
+                        llvm::raw_ostream &os) {
+  std::string pre = "t" + std::to_string(index) + "_pre";
+  os << "  const at::Tensor " << pre << " = ::hector::emit::rowView(" << plan.tensors.lookup(value)
+     << ", {" << width << ", " << numElements(cast<ValueType>(value.getType()).getDims()) / width
+     << "}).sum(2).contiguous();\n";
+  return pre;
+}
+
 void printGlue(LayerPlan &plan, bool cuda, llvm::raw_ostream &os) {
   std::string op = "hector_" + plan.id;
   std::string manifest = manifestOf(plan, cuda).dump(2);
@@ -1648,28 +1659,12 @@ void printGlue(LayerPlan &plan, bool cuda, llvm::raw_ostream &os) {
     if (kernel.kind == KernelKind::WeightGrad) {
       WeightGradConfig c = *weightGradConfig(kop, plan);
       ins.push_back(c.a ? plan.tensors.lookup(c.a) : "one");
-      std::string dc = plan.tensors.lookup(c.c);
-      if (c.presum) {
-        // A sum that also drops trailing dimensions: sum them first, per row.
-        std::string pre = "t" + std::to_string(index) + "_pre";
-        os << "  const at::Tensor " << pre << " = ::hector::emit::rowView(" << dc << ", {" << c.n
-           << ", " << numElements(cast<ValueType>(c.c.getType()).getDims()) / c.n
-           << "}).sum(2).contiguous();\n";
-        dc = pre;
-      }
-      ins.push_back(dc);
+      ins.push_back(c.presum ? printPresum(plan, index, c.c, c.n, os) : plan.tensors.lookup(c.c));
     } else if (kernel.kind == KernelKind::RowSum) {
       RowSumConfig c = *rowSumConfig(cast<ReduceOp>(kop));
       Value input = cast<ReduceOp>(kop).getInput();
-      std::string in = plan.tensors.lookup(input);
-      if (c.presum) {
-        std::string pre = "t" + std::to_string(index) + "_pre";
-        os << "  const at::Tensor " << pre << " = ::hector::emit::rowView(" << in << ", {"
-           << c.width << ", " << numElements(cast<ValueType>(input.getType()).getDims()) / c.width
-           << "}).sum(2).contiguous();\n";
-        in = pre;
-      }
-      ins.push_back(in);
+      ins.push_back(c.presum ? printPresum(plan, index, input, c.width, os)
+                             : plan.tensors.lookup(input));
     } else {
       for (Value operand : kop->getOperands())
         ins.push_back(plan.tensors.lookup(operand));
@@ -1795,13 +1790,9 @@ void printGlue(LayerPlan &plan, bool cuda, llvm::raw_ostream &os) {
                         : space == Space::UniqueSrc ? "U_src"
                         : space == Space::UniqueDst ? "U_dst"
                                                     : "E";
-    std::string rows = space == Space::Node || space == Space::UniqueSrc ||
-                               space == Space::UniqueDst
-                           ? graphRows(space)
-                           : "graph.numEdges()";
     os << "  ::hector::emit::checkArgument(inputs[" << i << "], \"" << op << ".forward: input '"
        << input.getName() << "'\", dtype, graph.device(), \"" << label << "\", "
-       << shapeList(rows, type.getDims()) << ");\n";
+       << shapeList(graphRows(space), type.getDims()) << ");\n";
   }
   for (auto [i, weight] : llvm::enumerate(plan.weights)) {
     WeightType type = weight.getResult().getType();
