@@ -42,10 +42,8 @@ bool isDerived(LayerOp layer) {
 std::string bodyText(LayerOp layer) {
   std::string text;
   llvm::raw_string_ostream os(text);
-  layer.getBodyRegion().front().walk(
-      [&](Operation *op) { op->print(os, OpPrintingFlags().printGenericOpForm()); });
-  // Printing every op of the walk repeats nested bodies; the whole text is still a faithful
-  // fingerprint of the body.
+  for (Operation &op : layer.getBodyRegion().front())
+    op.print(os, OpPrintingFlags().printGenericOpForm());
   return text;
 }
 
