@@ -76,6 +76,24 @@ std::optional<std::string> parseOverride(llvm::StringRef text,
   return std::nullopt;
 }
 
+/// Moves the finished temporary file `temp` over `path`. A symbolic link at `path` is followed
+/// (its target is replaced, the link stays), and an existing file's permissions are kept.
+int replaceWith(llvm::StringRef temp, llvm::StringRef path) {
+  llvm::SmallString<256> target(path);
+  if (llvm::sys::fs::is_symlink_file(path)) {
+    llvm::SmallString<256> real;
+    if (!llvm::sys::fs::real_path(path, real))
+      target = real;
+  }
+  if (llvm::ErrorOr<llvm::sys::fs::perms> mode = llvm::sys::fs::getPermissions(target))
+    llvm::sys::fs::setPermissions(temp, *mode);
+  if (std::error_code ec = llvm::sys::fs::rename(temp, target)) {
+    llvm::sys::fs::remove(temp);
+    return fail("cannot write '" + path + "': " + ec.message());
+  }
+  return 0;
+}
+
 /// Writes `text` (from `print`) to `path` ("-": stdout), atomically for a file.
 int writeText(llvm::StringRef path, llvm::function_ref<LogicalResult(llvm::raw_ostream &)> print) {
   if (path == "-") {
@@ -103,11 +121,7 @@ int writeText(llvm::StringRef path, llvm::function_ref<LogicalResult(llvm::raw_o
       return fail("cannot write '" + path + "': " + message);
     }
   }
-  if (std::error_code ec = llvm::sys::fs::rename(temp, path)) {
-    llvm::sys::fs::remove(temp);
-    return fail("cannot write '" + path + "': " + ec.message());
-  }
-  return 0;
+  return replaceWith(temp, path);
 }
 
 /// Writes `module` to `path` ("-": stdout). A file is written to a temporary beside it and
@@ -276,11 +290,35 @@ int buildLibrary(ModuleOp module, const EmitOptions &emitOptions, llvm::StringRe
     llvm::sys::fs::remove(temp);
     return fail("cannot write '" + output + "': " + ec.message());
   }
-  if (std::error_code ec = llvm::sys::fs::rename(temp, output)) {
-    llvm::sys::fs::remove(temp);
-    return fail("cannot write '" + output + "': " + ec.message());
+  return replaceWith(temp, output);
+}
+
+/// The deepest bracket nesting accepted in Hector dialect text. MLIR's parser recurses once per
+/// level and overflows the stack a few thousand levels down; printed Hector IR needs about ten.
+constexpr unsigned kMaxMlirNesting = 256;
+
+/// The position of the first bracket ('(', '[', '{' or '<') nested more than kMaxMlirNesting
+/// deep in `text`, outside string literals and comments; nullptr if there is none.
+const char *findExcessiveNesting(llvm::StringRef text) {
+  unsigned depth = 0;
+  for (size_t i = 0, e = text.size(); i < e; ++i) {
+    char c = text[i];
+    if (c == '"') {
+      for (++i; i < e && text[i] != '"' && text[i] != '\n'; ++i)
+        if (text[i] == '\\')
+          ++i;
+    } else if (c == '/' && i + 1 < e && text[i + 1] == '/') {
+      while (i < e && text[i] != '\n')
+        ++i;
+    } else if (c == '(' || c == '[' || c == '{' || c == '<') {
+      if (++depth > kMaxMlirNesting)
+        return text.data() + i;
+    } else if ((c == ')' || c == ']' || c == '}' || (c == '>' && (i == 0 || text[i - 1] != '-'))) &&
+               depth > 0) {
+      --depth;
+    }
   }
-  return 0;
+  return nullptr;
 }
 
 } // namespace
@@ -338,6 +376,12 @@ int runCompiler(const CompilerOptions &options) {
 
   OwningOpRef<ModuleOp> module;
   if (kind == "mlir") {
+    if (const char *deep = findExcessiveNesting(sourceMgr.getMemoryBuffer(1)->getBuffer())) {
+      sourceMgr.PrintMessage(llvm::SMLoc::getFromPointer(deep), llvm::SourceMgr::DK_Error,
+                             "input nested too deeply (more than " +
+                                 llvm::Twine(kMaxMlirNesting) + " levels of brackets)");
+      return 1;
+    }
     // Parse errors and verifier failures are reported through the handler.
     module = parseSourceFile<ModuleOp>(sourceMgr, &context);
     if (!module)
