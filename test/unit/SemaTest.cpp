@@ -531,6 +531,8 @@ TEST_CASE("index-space errors", "[sema][errors]") {
   CHECK(bodyErrs("  edge g = sum(e);\n  output g;") ==
         Lines{"9:12: error: aggregation 'sum' outside a node statement (sum, mean and max "
               "reduce edge values into nodes)"});
+  CHECK(bodyErrs("  node g = max(x);\n  output g;") ==
+        Lines{"9:16: error: node value 'x' in the argument of 'max'; read it as src.x or dst.x"});
   CHECK(bodyErrs("  node g = softmax(x);\n  output g;") ==
         Lines{"9:12: error: softmax of a node value (softmax normalises edge values over the "
               "incoming edges of each node; use it in an edge statement)"});
@@ -565,7 +567,7 @@ TEST_CASE("sub-layer errors", "[sema][errors]") {
               "node[2]"});
   CHECK(errs(inner + "layer o() {\n  input x: node[2];\n  input n: edge[];\n"
                      "  layer s = inner();\n  node y = s(x, x);\n  output y;\n}") ==
-        Lines{"12:17: error: node value 'x' in an edge statement; read it as src.x or dst.x"});
+        Lines{"12:17: error: node value 'x' in edge input 'n' of 's'; read it as src.x or dst.x"});
   CHECK(errs(inner + "layer o() {\n  input x: node[2];\n  input n: edge[];\n"
                      "  layer s = inner(v = 3);\n  output x;\n}") ==
         Lines{"11:19: error: layer 'inner' has no parameter 'v'"});

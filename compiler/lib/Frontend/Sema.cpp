@@ -16,6 +16,8 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <string>
+#include <utility>
 
 namespace hector {
 namespace frontend {
@@ -220,6 +222,9 @@ private:
 
   // The layer being emitted.
   std::vector<Instr> *instrs = nullptr;
+  /// What the current edge context is, for messages: an edge statement, or an aggregation's
+  /// argument inside a node statement.
+  std::string edgeContext = "an edge statement";
   std::map<std::pair<int, int>, int> memo; ///< (op kind, operand) -> Src/Dst/Slice instr
   const Layer *currentTop = nullptr;
   bool aborted = false;
@@ -847,8 +852,8 @@ private:
       return false;
     }
     if (ctx == Ctx::Edge && w.slicing == Slicing::NType) {
-      error(loc, "node-type-sliced weight '" + name +
-                     "' in an edge statement (use it in a node statement)");
+      error(loc, "node-type-sliced weight '" + name + "' in " + edgeContext +
+                     " (use it in a node statement)");
       return false;
     }
     return true;
@@ -888,8 +893,8 @@ private:
         return Val();
       }
       if (ctx == Ctx::Edge && !sym.isEdge) {
-        error(e.loc, "node value '" + e.name + "' in an edge statement; read it as src." + e.name +
-                         " or dst." + e.name);
+        error(e.loc, "node value '" + e.name + "' in " + edgeContext + "; read it as src." +
+                         e.name + " or dst." + e.name);
         return Val();
       }
       return sym.val;
@@ -1246,7 +1251,9 @@ private:
                          "reduce edge values into nodes)");
         return Val();
       }
+      std::string outer = std::exchange(edgeContext, "the argument of '" + f + "'");
       Val a = argValue(e, 0, Ctx::Edge, scope);
+      edgeContext = std::move(outer);
       if (a.poisoned())
         return a;
       if (!isPerEdge(a.space)) {
@@ -1474,7 +1481,11 @@ private:
     bool ok = true;
     for (size_t i = 0; i < inputs.size(); ++i) {
       const InstanceInput &in = inputs[i];
+      std::string outer = edgeContext;
+      if (in.isEdge && ctx == Ctx::Node)
+        edgeContext = "edge input '" + in.name + "' of '" + e.name + "'";
       Val v = argValue(e, i, in.isEdge ? Ctx::Edge : Ctx::Node, scope);
+      edgeContext = std::move(outer);
       std::string declared = "input '" + in.name + "' of layer '" + inst.layer->name + "' is " +
                              (in.isEdge ? "edge" : "node") + shapeStr(in.shape);
       if (!v.poisoned()) {
