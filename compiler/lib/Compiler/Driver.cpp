@@ -169,7 +169,10 @@ int writePackageDir(ModuleOp module, const EmitOptions &emitOptions, llvm::Strin
       return fail("'" + dir + "' is not empty; the package needs a new or empty directory");
   }
   llvm::SmallString<256> temp;
+  // An absolute model: createUniqueDirectory puts a relative one in the system's temporary
+  // directory, which may be another file system than `dir` (and rename cannot cross those).
   llvm::SmallString<256> model(dir);
+  llvm::sys::fs::make_absolute(model);
   model += ".tmp-%%%%%%";
   if (std::error_code ec = llvm::sys::fs::createUniqueDirectory(model, temp))
     return fail("cannot create a directory beside '" + dir + "': " + ec.message());
@@ -263,6 +266,12 @@ int buildLibrary(ModuleOp module, const EmitOptions &emitOptions, llvm::StringRe
                   python + "'");
     torchDir = ((*buffer)->getBuffer().trim() + "/Torch").str();
   }
+  llvm::SmallString<256> torchConfig(torchDir);
+  llvm::sys::path::append(torchConfig, "TorchConfig.cmake");
+  if (!llvm::sys::fs::exists(torchConfig))
+    return fail("LibTorch not found: '" + torchDir +
+                "' has no TorchConfig.cmake; set HECTOR_TORCH_DIR to LibTorch's cmake directory "
+                "(share/cmake/Torch)");
   std::string name = *libraryNameOf(module, emitOptions);
   std::vector<std::string> configure = {
       "-S", std::string(source), "-B", std::string(build), "-DCMAKE_BUILD_TYPE=Release",
@@ -270,7 +279,10 @@ int buildLibrary(ModuleOp module, const EmitOptions &emitOptions, llvm::StringRe
       "-DHECTOR_RUNTIME_DIR=" + runtimeDir,
       std::string("-DHECTOR_ENABLE_CUDA=") + (emitOptions.cuda ? "ON" : "OFF")};
   std::string nvcc = configured("HECTOR_CUDA_COMPILER", HECTOR_CUDA_COMPILER_PATH);
-  if (emitOptions.cuda && !nvcc.empty())
+  if (emitOptions.cuda && (nvcc.empty() || !llvm::sys::fs::can_execute(nvcc)))
+    return fail("no CUDA compiler ('" + nvcc +
+                "') for --target=cuda; set HECTOR_CUDA_COMPILER to nvcc, or use --target=cpu");
+  if (emitOptions.cuda)
     configure.push_back("-DCMAKE_CUDA_COMPILER=" + nvcc);
   if (std::optional<std::string> error = runTool(cmake, configure, log))
     return fail("configuring the generated package failed: " + *error);
