@@ -282,8 +282,10 @@ int buildLibrary(ModuleOp module, const EmitOptions &emitOptions, llvm::StringRe
   if (emitOptions.cuda && (nvcc.empty() || !llvm::sys::fs::can_execute(nvcc)))
     return fail("no CUDA compiler ('" + nvcc +
                 "') for --target=cuda; set HECTOR_CUDA_COMPILER to nvcc, or use --target=cpu");
-  if (emitOptions.cuda)
+  if (emitOptions.cuda) {
     configure.push_back("-DCMAKE_CUDA_COMPILER=" + nvcc);
+    configure.push_back("-DHECTOR_REQUIRE_CUDA=ON");
+  }
   if (std::optional<std::string> error = runTool(cmake, configure, log))
     return fail("configuring the generated package failed: " + *error);
   unsigned jobs = std::max(1u, std::thread::hardware_concurrency());

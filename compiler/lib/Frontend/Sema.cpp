@@ -750,7 +750,7 @@ private:
                                callee.name + ")");
       return poison();
     }
-    if (instanceDepth >= kMaxLayerNesting || checkStack.size() >= kMaxLayerNesting) {
+    if (instanceDepth >= kMaxLayerNesting || checkStack.size() > kMaxLayerNesting) {
       error(stmt.layerLoc, "sub-layers are nested too deeply (more than " +
                                std::to_string(kMaxLayerNesting) + " levels)");
       return poison();
