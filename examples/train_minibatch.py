@@ -3,6 +3,7 @@ on one process or data-parallel (DDP) on several.
 
     python examples/train_minibatch.py                          # features gathered by PinnedTable
     python examples/train_minibatch.py --features device        # features indexed on the device
+    python examples/train_minibatch.py --features cpu_gather    # CPU gather + copy (baseline)
     python examples/train_minibatch.py --world-size 2           # DDP, 2 processes (gloo on the CPU)
     torchrun --nproc-per-node 2 examples/train_minibatch.py     # the same, started by torchrun
     python examples/train_minibatch.py --device cuda --world-size 2    # NCCL, one GPU per rank
@@ -21,8 +22,10 @@ weights then multiply. It is distributed as train_entities.py's learned embeddin
 initialisation (nn.Embedding), but frozen, so it can stay in host memory and be gathered per
 batch like the features of a graph too large for the device. --features pinned gathers the rows
 with hector.PinnedTable (zero-copy from page-locked host memory with a CUDA device, the
-multithreaded CPU gather on the CPU); --features device keeps the table on the training device
-and indexes it there (index_select).
+multithreaded CPU gather on the CPU); --features cpu_gather asks the table for its CPU path even
+on a CUDA machine (a threaded CPU gather into a page-locked buffer, then one copy: the
+"CPU-centric" baseline); --features device keeps the table on the training device and indexes it
+there (index_select).
 
 Data-parallel: --world-size N starts N processes (torch.multiprocessing) that share the graph
 loaded once; under torchrun the RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT variables are used and
@@ -130,9 +133,10 @@ def run(rank: int, world: int, args, data, library) -> None:
     graph = hector.Graph(data.src, data.dst, data.etype, num_nodes=data.num_nodes,
                          num_relations=data.num_relations)
     features = make_features(data.num_nodes, args.feature_dim, args.feature_seed).to(dtype)
-    if args.features == "pinned":
-        table = hector.PinnedTable(features)
-        where = f"pinned ({table.mode})"
+    if args.features in ("pinned", "cpu_gather"):
+        mode = "zero_copy" if args.features == "pinned" else "cpu_gather"
+        table = hector.PinnedTable(features, mode=mode)
+        where = f"{args.features} ({table.mode})"
     else:
         table = features.to(device)
         where = f"device ({device})"
@@ -216,8 +220,10 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=pathlib.Path, default=_common.DATA / "aifb",
                         help="dataset directory (default: <repo>/../shared/data/aifb)")
-    parser.add_argument("--features", choices=("pinned", "device"), default="pinned",
-                        help="pinned: gather rows with hector.PinnedTable from host memory; "
+    parser.add_argument("--features", choices=("pinned", "cpu_gather", "device"),
+                        default="pinned",
+                        help="pinned: gather rows with hector.PinnedTable from host memory "
+                             "(zero-copy on CUDA); cpu_gather: the table's CPU gather + copy; "
                              "device: the table on the training device, index_select there")
     parser.add_argument("--feature-dim", type=int, default=64, help="feature width (default 64)")
     parser.add_argument("--feature-seed", type=int, default=0,

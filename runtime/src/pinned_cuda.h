@@ -7,6 +7,7 @@
 
 #include <ATen/ATen.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -18,12 +19,26 @@ namespace hector::cuda {
 /// then unregisters (only what it registered itself).
 struct HostRegion;
 
+/// The launch shape of one zero-copy gather.
+struct GatherLaunch {
+  int vectorBytes;   ///< bytes per load: 16, 8, 4, 2 or 1
+  int groupThreads;  ///< threads per row: a power of two, at most a warp
+  bool alignedStart; ///< groups start at the 128-byte line below the row
+  int64_t blocks;
+  int blockThreads; ///< a multiple of groupThreads, at most 512
+};
+
 /// Whether a CUDA device can be used; otherwise `why` says why not.
 bool deviceAvailable(std::string &why);
 
 /// Page-locks `storage` in place (or joins an existing registration of the same storage).
 /// Returns null and sets `why` when that fails.
 std::shared_ptr<HostRegion> registerStorage(const c10::Storage &storage, std::string &why);
+
+/// The launch shape of a gather of `n` rows of `rowBytes` bytes from the device address
+/// `tableAddress` to `outAddress`: blocks * blockThreads <= maxThreads when maxThreads > 0.
+GatherLaunch gatherLaunch(uintptr_t tableAddress, uintptr_t outAddress, int64_t rowBytes, int64_t n,
+                          int64_t maxThreads);
 
 /// The zero-copy gather: rows `index` (int32/int64, on a CUDA device, validated) of the table of
 /// `numRows` rows of `rowBytes` bytes starting `offsetBytes` into the region, into `out`

@@ -15,7 +15,9 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstdio>
+#include <limits>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
@@ -28,11 +30,28 @@ std::string cudaErrorText(cudaError_t err) {
   return std::string(cudaGetErrorName(err)) + ": " + cudaGetErrorString(err);
 }
 
-/// Our live registrations by host address, so that tables over memory inside one of them share
-/// it (a second cudaHostRegister of the same pages would fail).
-std::mutex registryMutex;
-std::unordered_map<void *, std::weak_ptr<HostRegion>> &registry() {
-  static auto *map = new std::unordered_map<void *, std::weak_ptr<HostRegion>>();
+/// Our registrations by host address, so that tables over memory inside one of them share it (a
+/// second cudaHostRegister of the same pages would fail). An entry stays until its region has
+/// unregistered: an entry whose region is expired belongs to a region being destroyed (waiting
+/// for its last gathers, then unregistering), and registerStorage() waits for it to go rather
+/// than mistake the still page-locked memory for someone else's pinned memory.
+struct RegistryEntry {
+  size_t bytes;
+  std::weak_ptr<HostRegion> region;
+};
+
+// Never destroyed: a region may end during static destruction at process exit.
+std::mutex &registryMutex() {
+  static auto *mutex = new std::mutex();
+  return *mutex;
+}
+/// Notified whenever an entry leaves the registry.
+std::condition_variable &registryChanged() {
+  static auto *changed = new std::condition_variable();
+  return *changed;
+}
+std::unordered_map<char *, RegistryEntry> &registry() {
+  static auto *map = new std::unordered_map<char *, RegistryEntry>();
   return *map;
 }
 
@@ -41,7 +60,7 @@ std::unordered_map<void *, std::weak_ptr<HostRegion>> &registry() {
 struct HostRegion {
   /// Keeps the memory alive at least as long as the registration.
   c10::Storage storage;
-  void *host = nullptr;
+  char *host = nullptr;
   size_t bytes = 0;
   /// Whether we called cudaHostRegister (and so must unregister).
   bool owned = false;
@@ -60,6 +79,8 @@ struct HostRegion {
   std::vector<Use> uses;
 
   ~HostRegion() {
+    // Without the registry lock: registering other memory need not wait for our kernels. Until
+    // the entry is erased below, registerStorage() for this memory waits (the entry is expired).
     for (const Use &use : uses) {
       cudaError_t err = cudaEventSynchronize(use.event);
       if (err == cudaSuccess)
@@ -70,14 +91,16 @@ struct HostRegion {
                      cudaErrorText(err).c_str());
     }
     if (owned) {
-      std::lock_guard<std::mutex> lock(registryMutex);
-      cudaError_t err = cudaHostUnregister(host);
-      if (err != cudaSuccess && err != cudaErrorCudartUnloading)
-        std::fprintf(stderr, "hector.PinnedTable: cudaHostUnregister failed (%s)\n",
-                     cudaErrorText(err).c_str());
-      auto it = registry().find(host);
-      if (it != registry().end() && it->second.expired())
-        registry().erase(it);
+      {
+        std::lock_guard<std::mutex> lock(registryMutex());
+        cudaError_t err = cudaHostUnregister(host);
+        if (err != cudaSuccess && err != cudaErrorCudartUnloading)
+          std::fprintf(stderr, "hector.PinnedTable: cudaHostUnregister failed (%s)\n",
+                       cudaErrorText(err).c_str());
+        // The entry at `host` is ours: nothing registers over an entry while it exists.
+        registry().erase(host);
+      }
+      registryChanged().notify_all();
     }
     (void)cudaGetLastError();
   }
@@ -158,24 +181,33 @@ std::shared_ptr<HostRegion> registerStorage(const c10::Storage &storage, std::st
   // References taken while scanning the registry; declared before the lock so that a region whose
   // last reference they turn out to be is destroyed (and takes the lock) after it is released.
   std::vector<std::shared_ptr<HostRegion>> seen;
-  std::unique_lock<std::mutex> lock(registryMutex);
+  std::unique_lock<std::mutex> lock(registryMutex());
 
-  // Inside one of our live registrations (a view of the same storage, or a storage that shares
-  // its pages): ride on it and keep it alive.
-  for (auto &[start, weak] : registry()) {
-    std::shared_ptr<HostRegion> live = weak.lock();
-    if (!live)
-      continue;
-    seen.push_back(live);
-    char *liveHost = static_cast<char *>(live->host);
-    if (host >= liveHost && host + bytes <= liveHost + live->bytes) {
-      region->parent = std::move(live);
-      return region;
-    }
-    if (host < liveHost + live->bytes && liveHost < host + bytes) {
+  for (;;) {
+    bool dying = false;
+    for (auto &[start, entry] : registry()) {
+      if (!(host < start + entry.bytes && start < host + bytes))
+        continue;
+      std::shared_ptr<HostRegion> live = entry.region.lock();
+      if (!live) {
+        // Its last reference is gone and its destructor is on the way to unregistering: the
+        // pages still look page-locked, but will not be for long. Wait, then look again.
+        dying = true;
+        break;
+      }
+      seen.push_back(live);
+      if (host >= start && host + bytes <= start + entry.bytes) {
+        // Inside one of our live registrations (a view of the same storage, or a storage that
+        // shares its pages): ride on it and keep it alive.
+        region->parent = std::move(live);
+        return region;
+      }
       why = "the memory partly overlaps memory another table registered";
       return nullptr;
     }
+    if (!dying)
+      break;
+    registryChanged().wait(lock);
   }
   if (isPageLocked(host) && isPageLocked(host + bytes - 1)) {
     // Page-locked by its owner (torch's pinned allocator, or other code): use as is and leave
@@ -193,7 +225,7 @@ std::shared_ptr<HostRegion> registerStorage(const c10::Storage &storage, std::st
     return nullptr;
   }
   region->owned = true;
-  registry()[host] = region;
+  registry()[host] = RegistryEntry{bytes, region};
   return region;
 }
 
@@ -202,34 +234,41 @@ namespace {
 constexpr int kBlockThreads = 512;
 constexpr int kLineBytes = 128;
 
-/// The launch configuration of one gather.
-struct GatherConfig {
-  int vectorBytes;   ///< bytes per load: 16, 8, 4, 2 or 1
-  int groupShift;    ///< log2 of the threads per row (<= 5: at most a warp per row)
-  bool alignedStart; ///< groups start at the 128-byte line below the row
-  int64_t blocks;
-};
+} // namespace
 
-GatherConfig makeConfig(uintptr_t table, uintptr_t out, int64_t rowBytes, int64_t n,
-                        int64_t maxThreads) {
-  GatherConfig c{};
+GatherLaunch gatherLaunch(uintptr_t table, uintptr_t out, int64_t rowBytes, int64_t n,
+                          int64_t maxThreads) {
+  GatherLaunch c{};
   c.vectorBytes = 16;
   while (c.vectorBytes > 1 &&
          (rowBytes % c.vectorBytes != 0 || table % c.vectorBytes != 0 || out % c.vectorBytes != 0))
     c.vectorBytes /= 2;
   const int64_t words = rowBytes / c.vectorBytes;
   c.alignedStart = rowBytes > kLineBytes;
-  c.groupShift = 0;
+  int groupShift = 0;
   // A warp per row once the row needs it; smaller groups share a warp between short rows.
-  while (c.groupShift < 5 && ((int64_t{1} << c.groupShift) < words || c.alignedStart))
-    ++c.groupShift;
-  const int64_t threads = n << c.groupShift;
-  c.blocks = (threads + kBlockThreads - 1) / kBlockThreads;
+  while (groupShift < 5 && ((int64_t{1} << groupShift) < words || c.alignedStart))
+    ++groupShift;
+  int64_t blockThreads = kBlockThreads;
+  if (maxThreads > 0) {
+    // The cap holds below one full block too: the group shrinks to fit (a group of any size
+    // copies a row correctly, only with fewer loads in flight) and a block holds whole groups.
+    while ((int64_t{1} << groupShift) > maxThreads)
+      --groupShift;
+    blockThreads = std::min<int64_t>(kBlockThreads, maxThreads);
+    blockThreads -= blockThreads % (int64_t{1} << groupShift);
+  }
+  c.groupThreads = 1 << groupShift;
+  c.blockThreads = static_cast<int>(blockThreads);
+  const int64_t threads = n << groupShift;
+  c.blocks = (threads + blockThreads - 1) / blockThreads;
   if (maxThreads > 0)
-    c.blocks = std::min(c.blocks, std::max<int64_t>(1, maxThreads / kBlockThreads));
+    c.blocks = std::min(c.blocks, std::max<int64_t>(1, maxThreads / blockThreads));
   c.blocks = std::min<int64_t>(c.blocks, std::numeric_limits<int32_t>::max());
   return c;
 }
+
+namespace {
 
 template <int Bytes> struct VectorOf;
 template <> struct VectorOf<16> { using type = uint4; };
@@ -247,6 +286,7 @@ __global__ void __launch_bounds__(kBlockThreads)
     gatherRowsKernel(const char *__restrict__ table, int64_t rowBytes,
                      const IndexT *__restrict__ rows, const int64_t *__restrict__ dest, int64_t n,
                      char *__restrict__ out, int groupShift, bool alignedStart) {
+  // blockDim.x is a multiple of the group size (gatherLaunch), so no group spans two blocks.
   using Vec = typename VectorOf<V>::type;
   const int64_t thread = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const int64_t groupSize = int64_t{1} << groupShift;
@@ -266,30 +306,33 @@ __global__ void __launch_bounds__(kBlockThreads)
   }
 }
 
+template <int V, typename IndexT>
+void launchWith(const GatherLaunch &c, const char *table, int64_t rowBytes, const IndexT *rows,
+                const int64_t *dest, int64_t n, char *out, cudaStream_t stream) {
+  const int groupShift = __builtin_ctz(static_cast<unsigned>(c.groupThreads));
+  gatherRowsKernel<V, IndexT>
+      <<<dim3(static_cast<unsigned>(c.blocks)), dim3(static_cast<unsigned>(c.blockThreads)), 0,
+         stream>>>(table, rowBytes, rows, dest, n, out, groupShift, c.alignedStart);
+}
+
 template <typename IndexT>
-void launch(const GatherConfig &c, const char *table, int64_t rowBytes, const IndexT *rows,
+void launch(const GatherLaunch &c, const char *table, int64_t rowBytes, const IndexT *rows,
             const int64_t *dest, int64_t n, char *out, cudaStream_t stream) {
-  dim3 grid(static_cast<unsigned>(c.blocks)), block(kBlockThreads);
   switch (c.vectorBytes) {
   case 16:
-    gatherRowsKernel<16, IndexT><<<grid, block, 0, stream>>>(table, rowBytes, rows, dest, n, out,
-                                                             c.groupShift, c.alignedStart);
+    launchWith<16>(c, table, rowBytes, rows, dest, n, out, stream);
     break;
   case 8:
-    gatherRowsKernel<8, IndexT><<<grid, block, 0, stream>>>(table, rowBytes, rows, dest, n, out,
-                                                            c.groupShift, c.alignedStart);
+    launchWith<8>(c, table, rowBytes, rows, dest, n, out, stream);
     break;
   case 4:
-    gatherRowsKernel<4, IndexT><<<grid, block, 0, stream>>>(table, rowBytes, rows, dest, n, out,
-                                                            c.groupShift, c.alignedStart);
+    launchWith<4>(c, table, rowBytes, rows, dest, n, out, stream);
     break;
   case 2:
-    gatherRowsKernel<2, IndexT><<<grid, block, 0, stream>>>(table, rowBytes, rows, dest, n, out,
-                                                            c.groupShift, c.alignedStart);
+    launchWith<2>(c, table, rowBytes, rows, dest, n, out, stream);
     break;
   default:
-    gatherRowsKernel<1, IndexT><<<grid, block, 0, stream>>>(table, rowBytes, rows, dest, n, out,
-                                                            c.groupShift, c.alignedStart);
+    launchWith<1>(c, table, rowBytes, rows, dest, n, out, stream);
     break;
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
@@ -311,9 +354,9 @@ void gatherRows(HostRegion &region, int64_t offsetBytes, int64_t rowBytes, const
     // Read rows in address order; write each to the position it was asked for.
     std::tie(rows, dest) = at::sort(rows, /*stable=*/std::optional<bool>(false), /*dim=*/0);
   }
-  const GatherConfig c =
-      makeConfig(reinterpret_cast<uintptr_t>(table), reinterpret_cast<uintptr_t>(out.data_ptr()),
-                 rowBytes, n, maxThreads);
+  const GatherLaunch c =
+      gatherLaunch(reinterpret_cast<uintptr_t>(table), reinterpret_cast<uintptr_t>(out.data_ptr()),
+                   rowBytes, n, maxThreads);
   const int64_t *destPtr = dest.defined() ? dest.const_data_ptr<int64_t>() : nullptr;
   char *outPtr = static_cast<char *>(out.data_ptr());
   if (rows.scalar_type() == at::kLong)

@@ -1,8 +1,9 @@
 //===- pinned_table.cpp - hector::PinnedTable and the CPU gather -----------===//
 //
 // Pinning policy, index validation, the multithreaded CPU gather (the fallback and the
-// "CPU-centric" baseline) and the torch bindings (class torch.classes.hector.PinnedTable and the
-// operator hector::cpu_gather). The CUDA side lives in pinned_gather.cu.
+// "CPU-centric" baseline) and the torch bindings (class torch.classes.hector.PinnedTable, the
+// operator hector::cpu_gather, and hector::_zero_copy_launch for tests). The CUDA side lives in
+// pinned_gather.cu.
 //
 //===----------------------------------------------------------------------===//
 #include "hector/pinned_table.h"
@@ -16,7 +17,10 @@
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 
+#include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <utility>
 
 namespace hector {
 namespace detail {
@@ -53,6 +57,33 @@ bool rowsContiguous(const at::Tensor &t) {
   return true;
 }
 
+/// Whether any byte of [data, data + bytes) lies in a MAP_SHARED mapping of this process. That
+/// is what Tensor.share_memory_() makes under either sharing strategy; the file_system one
+/// allocates through libshm, whose allocator LibTorch cannot identify from a DataPtr, so the
+/// mapping itself is asked. One read of /proc/self/maps per table; false where there is none.
+bool inSharedMapping(const void *data, size_t bytes) {
+#ifdef __linux__
+  if (bytes == 0)
+    return false;
+  const uintptr_t first = reinterpret_cast<uintptr_t>(data), last = first + bytes - 1;
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    // "start-end perms offset dev inode [path]", perms e.g. "rw-s" (s: shared, p: private).
+    unsigned long long start = 0, end = 0;
+    char perms[5] = {};
+    if (std::sscanf(line.c_str(), "%llx-%llx %4s", &start, &end, perms) != 3)
+      continue;
+    if (end > first && start <= last && perms[3] == 's')
+      return true;
+  }
+#else
+  (void)data;
+  (void)bytes;
+#endif
+  return false;
+}
+
 /// Why `features` cannot be pinned in place, or "" when it can (as far as can be told before
 /// calling cudaHostRegister). `valueError` is set for reasons that are a property of the tensor.
 std::string pinBlocker(const at::Tensor &features, const PinnedTableOptions &options,
@@ -61,7 +92,9 @@ std::string pinBlocker(const at::Tensor &features, const PinnedTableOptions &opt
   if (!features.is_contiguous())
     return "features are not contiguous (strides " + c10::str(features.strides()) +
            "); pinning in place needs one dense block: pass features.contiguous()";
-  if (options.isShared || at::MapAllocator::fromDataPtr(features.storage().data_ptr()))
+  const c10::Storage &storage = features.storage();
+  if (options.isShared || at::MapAllocator::fromDataPtr(storage.data_ptr()) ||
+      inSharedMapping(storage.data(), storage.nbytes()))
     return "features live in shared or file-mapped memory (Tensor.share_memory_(), a DataLoader "
            "worker, torch.from_file), which cudaHostRegister cannot reliably pin; pass a private "
            "copy (features.clone())";
@@ -161,6 +194,12 @@ PinnedTable::PinnedTable(const at::Tensor &features, const PinnedTableOptions &o
   s->rowBytes = c10::multiply_integers(features.sizes().slice(1)) * features.element_size();
   s->offsetBytes = features.storage_offset() * features.element_size();
 
+  if (options.mode == PinnedMode::kCpuGather) {
+    // The CPU-centric path by request: nothing is pinned and `fallback` does not apply.
+    s->reason = "the CPU gather was asked for (mode cpu_gather)";
+    state_ = std::move(s);
+    return;
+  }
   bool valueError = false;
   std::string why = pinBlocker(features, options, valueError);
 #ifdef HECTOR_WITH_CUDA
@@ -188,21 +227,78 @@ PinnedTable::PinnedTable(const at::Tensor &features, const PinnedTableOptions &o
   state_ = std::move(s);
 }
 
-const detail::PinnedTableState &PinnedTable::state() const {
-  TORCH_CHECK_VALUE(state_ != nullptr, kWho, "the table was released (closed)");
-  return *state_;
+PinnedTable::PinnedTable(const PinnedTable &other) : state_(other.load()) {}
+
+PinnedTable::PinnedTable(PinnedTable &&other) noexcept {
+  std::lock_guard<std::mutex> lock(other.mutex_);
+  state_ = std::move(other.state_);
 }
 
-PinnedMode PinnedTable::mode() const { return state().mode; }
-const std::string &PinnedTable::fallbackReason() const { return state().reason; }
-const at::Tensor &PinnedTable::features() const { return state().features; }
-int64_t PinnedTable::numRows() const { return state().numRows; }
-int64_t PinnedTable::rowBytes() const { return state().rowBytes; }
-void PinnedTable::release() { state_.reset(); }
+PinnedTable &PinnedTable::operator=(const PinnedTable &other) {
+  if (this != &other) {
+    std::shared_ptr<detail::PinnedTableState> previous, held = other.load();
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      previous = std::exchange(state_, std::move(held));
+    }
+    // `previous` (possibly the last reference: its region may wait for kernels) goes here,
+    // outside the lock.
+  }
+  return *this;
+}
+
+PinnedTable &PinnedTable::operator=(PinnedTable &&other) noexcept {
+  if (this != &other) {
+    std::shared_ptr<detail::PinnedTableState> taken, previous;
+    {
+      std::lock_guard<std::mutex> lock(other.mutex_);
+      taken = std::move(other.state_);
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    previous = std::exchange(state_, std::move(taken));
+  } // the lock is released before `previous` goes (see the copy assignment)
+  return *this;
+}
+
+PinnedTable::~PinnedTable() = default;
+
+std::shared_ptr<detail::PinnedTableState> PinnedTable::load() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return state_;
+}
+
+std::shared_ptr<detail::PinnedTableState> PinnedTable::state() const {
+  std::shared_ptr<detail::PinnedTableState> held = load();
+  TORCH_CHECK_VALUE(held != nullptr, kWho, "the table was released (closed)");
+  return held;
+}
+
+PinnedMode PinnedTable::mode() const { return state()->mode; }
+std::string PinnedTable::fallbackReason() const { return state()->reason; }
+at::Tensor PinnedTable::features() const { return state()->features; }
+int64_t PinnedTable::numRows() const { return state()->numRows; }
+int64_t PinnedTable::rowBytes() const { return state()->rowBytes; }
+
+bool PinnedTable::released() const { return load() == nullptr; }
+
+void PinnedTable::release() {
+  std::shared_ptr<detail::PinnedTableState> dropped;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    dropped = std::move(state_);
+  }
+  // The last reference ends the registration, which waits for the gathers that read it: not
+  // under the handle's lock, so that other threads' calls fail fast ("released") meanwhile.
+}
 
 at::Tensor PinnedTable::gather(const at::Tensor &index) const {
-  const detail::PinnedTableState &s = state();
-  checkIndex(index, s.numRows, s.options.checkBounds);
+  // Our own reference for the whole gather: the region it holds stays registered until the
+  // kernel below has recorded its use, whatever release() another thread calls meanwhile.
+  const std::shared_ptr<detail::PinnedTableState> held = state();
+  const detail::PinnedTableState &s = *held;
+  // A table without rows is checked regardless of checkBounds: any index is out of range, and
+  // an empty table has no registration to read from.
+  checkIndex(index, s.numRows, s.options.checkBounds || s.numRows == 0);
   const int64_t n = index.numel();
   const std::vector<int64_t> shape = gatherShape(s.features, n);
 
@@ -216,9 +312,12 @@ at::Tensor PinnedTable::gather(const at::Tensor &index) const {
 #ifdef HECTOR_WITH_CUDA
   if (s.mode == PinnedMode::kZeroCopy) {
     at::Tensor out = at::empty(shape, deviceOptions);
-    if (n > 0 && s.rowBytes > 0)
+    if (n > 0 && s.rowBytes > 0) {
+      // numRows > 0 here (checked above), so the storage is not empty and was registered.
+      TORCH_INTERNAL_ASSERT(s.region != nullptr, kWho, "zero-copy table without a registration");
       cuda::gatherRows(*s.region, s.offsetBytes, s.rowBytes, index, out, s.options.maxThreads,
                        s.options.sortIndices);
+    }
     return out;
   }
 #endif
@@ -239,6 +338,16 @@ struct PinnedTableHandle : torch::CustomClassHolder {
   hector::PinnedTable table;
   explicit PinnedTableHandle(hector::PinnedTable t) : table(std::move(t)) {}
 };
+
+hector::PinnedMode parseMode(const std::string &name) {
+  if (name == "zero_copy")
+    return hector::PinnedMode::kZeroCopy;
+  if (name == "cpu_gather")
+    return hector::PinnedMode::kCpuGather;
+  TORCH_CHECK_VALUE(false,
+                    "hector.PinnedTable: mode must be \"zero_copy\" or \"cpu_gather\", got \"",
+                    name, "\"");
+}
 
 hector::PinnedFallback parseFallback(const std::string &name) {
   if (name == "cpu_gather")
@@ -264,13 +373,33 @@ at::Tensor cpuGatherOp(const at::Tensor &table, const at::Tensor &index, bool pi
   return out;
 }
 
+/// hector::_zero_copy_launch: the launch shape the zero-copy gather would use (host arithmetic
+/// only, so tests can check the thread cap without a GPU): [vector bytes, threads per row, aligned
+/// start (0/1), blocks, threads per block].
+std::vector<int64_t> zeroCopyLaunchOp(int64_t tableAddress, int64_t outAddress, int64_t rowBytes,
+                                      int64_t n, int64_t maxThreads) {
+#ifdef HECTOR_WITH_CUDA
+  TORCH_CHECK_VALUE(rowBytes > 0 && n > 0 && maxThreads >= 0,
+                    "hector._zero_copy_launch: row_bytes and n must be positive, max_threads >= 0");
+  const hector::cuda::GatherLaunch c =
+      hector::cuda::gatherLaunch(static_cast<uintptr_t>(tableAddress),
+                                 static_cast<uintptr_t>(outAddress), rowBytes, n, maxThreads);
+  return {c.vectorBytes, c.groupThreads, c.alignedStart ? 1 : 0, c.blocks, c.blockThreads};
+#else
+  (void)tableAddress, (void)outAddress, (void)rowBytes, (void)n, (void)maxThreads;
+  TORCH_CHECK(false, "hector._zero_copy_launch: this runtime was built without CUDA");
+#endif
+}
+
 } // namespace
 
 TORCH_LIBRARY_FRAGMENT(hector, m) {
   m.class_<PinnedTableHandle>("PinnedTable")
       .def(torch::init([](const at::Tensor &features, const std::string &fallback,
-                          int64_t maxThreads, bool sortIndices, bool checkBounds, bool isShared) {
+                          int64_t maxThreads, bool sortIndices, bool checkBounds, bool isShared,
+                          const std::string &mode) {
         hector::PinnedTableOptions options;
+        options.mode = parseMode(mode);
         options.fallback = parseFallback(fallback);
         options.maxThreads = maxThreads;
         options.sortIndices = sortIndices;
@@ -298,4 +427,7 @@ TORCH_LIBRARY_FRAGMENT(hector, m) {
       .def("release",
            [](const c10::intrusive_ptr<PinnedTableHandle> &self) { self->table.release(); });
   m.def("cpu_gather(Tensor table, Tensor index, bool pin_output=False) -> Tensor", &cpuGatherOp);
+  m.def("_zero_copy_launch(int table_address, int out_address, int row_bytes, int n, "
+        "int max_threads) -> int[]",
+        &zeroCopyLaunchOp);
 }

@@ -374,6 +374,37 @@ def test_loader_thread_errors_and_early_exit():
         time.sleep(0.01)
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_loader_on_cuda_zero_copy_side_stream():
+    """On CUDA (no compiled model needed, so the GPU check runs it): batches gathered zero-copy
+    on the loader thread's side stream, handed over to the caller's stream (event, record_stream),
+    equal the CPU gather + copy and the rows indexed on the device, bit for bit."""
+    graph, features, nodes, labels = training_problem(width=33)
+    on_device = features.cuda()
+    sampler = NeighborSampler(graph, num_layers=2, fanout=[3, 2])
+    sources = [(hector.PinnedTable(features, fallback="error"), 2),
+               (hector.PinnedTable(features, mode="cpu_gather"), 1), (on_device, 0)]
+    assert sources[0][0].mode == "zero_copy"
+    for epoch in range(2):
+        runs = []
+        for source, prefetch in sources:
+            loader = MiniBatchLoader(sampler, source, nodes, labels, batch_size=7, seed=4,
+                                     device="cuda", prefetch=prefetch, dtype=F64)
+            loader.set_epoch(epoch)
+            got = []
+            for batch in loader:
+                assert batch.x.is_cuda and batch.norm.is_cuda and batch.graph.device.type == "cuda"
+                # Used on the caller's stream at once: the hand-over must have made that safe.
+                expected = on_device.index_select(0, batch.subgraph.nodes.cuda())
+                assert torch.equal(batch.x, expected)
+                got.append([t.cpu() for t in (batch.x, batch.norm, batch.target_local,
+                                              batch.labels)])
+            runs.append(got)
+        assert len(runs[0]) == 5
+        for a, b, c in zip(*runs):
+            assert all(torch.equal(x, y) and torch.equal(x, z) for x, y, z in zip(a, b, c))
+
+
 @pytest.mark.parametrize("kwargs, exc, message", [
     (dict(features=torch.randn(5, 8)), ValueError,
      "the feature table has 5 rows but the graph has 80 nodes"),
@@ -494,3 +525,39 @@ def test_example_smoke_ddp_two_processes(compiled_library):
     assert "2 ranks" in out and "3 batches per epoch and rank" in out
     assert "parameters identical on all 2 ranks: yes" in out
     assert "test accuracy:" in out
+
+
+# --- the end-to-end benchmark (tools/bench_minibatch.py) --------------------------------------
+
+def test_bench_minibatch_cpu_smoke(compiled_library, tmp_path):
+    """The benchmark and its --check (zero-copy vs device training) on the CPU: the GPU check
+    script runs them on CUDA, where the zero-copy mode exists."""
+    import json
+    library = str(compiled_library("rgcn_aifb", *MODEL))
+    env = dict(os.environ, HECTOR_BUILD_DIR=os.environ.get("HECTOR_BUILD_DIR",
+                                                           str(REPO / "build")))
+    script = str(REPO / "tools" / "bench_minibatch.py")
+
+    def run(*args):
+        cmd = [sys.executable, script, "--device", "cpu", "--library", library, *args]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
+        assert r.returncode == 0, f"{' '.join(cmd)} failed:\n{r.stdout}\n{r.stderr}"
+        return r.stdout
+
+    out = run("--nodes", "2000", "--degree", "3", "--relations", "4", "--batch-size", "32",
+              "--batches", "3", "--warmup", "1", "--bandwidth-batches", "2",
+              "--json", str(tmp_path / "bench.json"))
+    report = json.loads((tmp_path / "bench.json").read_text())
+    assert [r["mode"] for r in report["results"]] == ["cpu_gather", "device"]
+    assert report["skipped"] == ["zero_copy"] and report["losses_identical"]
+    for r in report["results"]:
+        assert r["batches"] == 3 and r["epoch_s"] > 0 and r["cpu_s"] > 0
+        assert r["gather_gbps"] > 0 and r["nodes_per_batch"] >= 32
+    assert report["results"][0]["epoch_vs_device"] > 0
+    assert "losses identical across modes: yes" in out
+
+    run("--check", "--graph", "synthetic", "--epochs", "2", "--json", str(tmp_path / "check.json"))
+    check = json.loads((tmp_path / "check.json").read_text())
+    assert check["failures"] == [] and len(check["runs"]) == 3
+    assert all(r["batches_with_wrong_features"] == 0 and r["losses_identical_to_device"]
+               for r in check["runs"])

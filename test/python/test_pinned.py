@@ -1,5 +1,10 @@
-"""hector.PinnedTable: gathers equal index_select bit for bit; validation; pinning policy."""
+"""hector.PinnedTable: gathers equal index_select bit for bit; validation; pinning policy;
+thread safety of close() and of the registration's end."""
 import gc
+import threading
+import time
+
+import warnings
 
 import pytest
 import torch
@@ -77,6 +82,16 @@ def test_cpu_gather_empty_index_and_empty_table():
     assert zero_width.gather(torch.tensor([5, 1])).shape == (2, 0)
 
 
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=CUDA)])
+def test_empty_table_checks_bounds_even_when_told_not_to(device):
+    # A table without rows has nothing any index could read (and, zero-copy, no registration):
+    # check_bounds=False must not turn a gather of n > 0 rows into a wild read.
+    empty = hector.PinnedTable(torch.empty(0, 4), check_bounds=False)
+    with pytest.raises(ValueError, match=r"index\[0\] = 0 is out of range \[0, 0\)"):
+        empty.gather(torch.zeros(3, dtype=torch.int64, device=device))
+    assert empty.gather(torch.empty(0, dtype=torch.int32, device=device)).shape == (0, 4)
+
+
 def test_cpu_gather_other_shapes_and_dtypes():
     one_d = torch.arange(10, dtype=torch.int16)
     assert torch.equal(hector.PinnedTable(one_d).gather(torch.tensor([9, 2, 2])),
@@ -122,6 +137,108 @@ def test_shared_memory_features_fall_back():
     assert_same_bits(table.gather(idx), features[idx])
 
 
+def test_cpu_gather_mode_by_request():
+    features = table_data(30, 6, torch.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")   # asked for: no "not pinned" warning
+        table = hector.PinnedTable(features, mode="cpu_gather", fallback="error")
+    assert table.mode == "cpu_gather" and "asked for" in table.reason
+    assert not features.is_pinned()
+    idx = awkward_index(30, n=50)
+    assert_same_bits(table.gather(idx), features[idx])
+
+
+def test_file_system_sharing_strategy_is_detected():
+    # libshm's file_system strategy is invisible to at::MapAllocator; the runtime must see the
+    # MAP_SHARED mapping itself (the Python wrapper's is_shared() is bypassed here on purpose).
+    import torch.multiprocessing as mp
+    previous = mp.get_sharing_strategy()
+    mp.set_sharing_strategy("file_system")
+    try:
+        features = table_data(10, 3, torch.float32).clone().share_memory_()
+    finally:
+        mp.set_sharing_strategy(previous)
+    hector.load_runtime()
+    with pytest.raises(ValueError, match="shared or file-mapped memory"):
+        torch.classes.hector.PinnedTable(features, "error", 0, True, True, False, "zero_copy")
+    raw = torch.classes.hector.PinnedTable(features, "cpu_gather", 0, True, True, False,
+                                           "zero_copy")
+    assert raw.mode() == "cpu_gather" and "shared" in raw.reason()
+
+
+def zero_copy_launch(**kw):
+    try:
+        return hector.load_runtime()._zero_copy_launch(**kw)
+    except RuntimeError as error:
+        if "built without CUDA" in str(error):
+            pytest.skip("the runtime was built without CUDA")
+        raise
+
+
+@pytest.mark.parametrize("row_bytes", [1, 4, 100, 128, 129, 4096, 16388])
+@pytest.mark.parametrize("max_threads", [0, 1, 7, 31, 32, 100, 256, 511, 512, 513, 10240])
+def test_zero_copy_launch_respects_the_thread_cap(row_bytes, max_threads):
+    # Host arithmetic only: runs wherever the runtime was built with CUDA, GPU or not.
+    for n in (1, 5, 1000, 10**6):
+        vector, group, aligned, blocks, block = zero_copy_launch(
+            table_address=4096, out_address=8192, row_bytes=row_bytes, n=n,
+            max_threads=max_threads)
+        assert vector in (1, 2, 4, 8, 16) and row_bytes % vector == 0
+        assert group in (1, 2, 4, 8, 16, 32) and block % group == 0 and 0 < block <= 512
+        assert aligned == (row_bytes > 128)
+        assert blocks >= 1
+        if max_threads:
+            assert blocks * block <= max_threads
+        else:
+            assert blocks * block >= n * group   # uncapped: a thread group for every row
+
+
+def test_zero_copy_launch_vector_width_follows_alignment():
+    def vector(table, out, row_bytes):
+        return zero_copy_launch(table_address=table, out_address=out, row_bytes=row_bytes, n=10,
+                                max_threads=0)[0]
+    assert vector(4096, 8192, 256) == 16
+    assert vector(4096 + 4, 8192, 256) == 4      # a view with a storage offset
+    assert vector(4096, 8192, 254) == 2
+    assert vector(4096 + 1, 8192, 256) == 1      # uint8 table at an odd offset
+
+
+def test_close_while_other_threads_gather():
+    # close() on one thread while others gather: every gather either completes correctly or
+    # raises "released (closed)"; nothing reads freed or unregistered memory.
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    features = table_data(5000, 33, torch.float32)
+    idx = awkward_index(5000, n=4000).to(device)
+    expected = features[idx.cpu()]
+    for _ in range(5):
+        table = hector.PinnedTable(features)
+        errors, done = [], []
+
+        def hammer():
+            try:
+                while True:
+                    out = table.gather(idx)
+                    if not torch.equal(out.cpu(), expected):
+                        errors.append("wrong rows")
+                    done.append(1)
+            except ValueError as error:
+                if "closed" not in str(error):
+                    errors.append(str(error))
+
+        threads = [threading.Thread(target=hammer) for _ in range(3)]
+        for t in threads:
+            t.start()
+        time.sleep(0.02)
+        table.close()
+        for t in threads:
+            t.join(timeout=30)
+        assert not any(t.is_alive() for t in threads) and not errors
+    if device == "cuda":
+        torch.cuda.synchronize()
+        gc.collect()
+        assert not features.is_pinned()
+
+
 def test_close_and_context_manager():
     with hector.PinnedTable(torch.randn(4, 2)) as table:
         table.gather(torch.tensor([1]))
@@ -165,6 +282,8 @@ def test_index_validation(index, exc, message):
     (torch.randn(3, 2), dict(fallback="copy"), ValueError,
      "fallback must be one of ('cpu_gather', 'error'), got 'copy'"),
     (torch.randn(3, 2), dict(max_threads=-1), ValueError, "max_threads must be a non-negative int"),
+    (torch.randn(3, 2), dict(mode="pinned"), ValueError,
+     "mode must be one of ('zero_copy', 'cpu_gather'), got 'pinned'"),
     (torch.randn(3, 2).t(), dict(fallback="error"), ValueError,
      "cannot pin the table in place: features are not contiguous"),
     (torch.randn(3, 2).share_memory_(), dict(fallback="error"), ValueError,
@@ -220,7 +339,8 @@ def test_zero_copy_misaligned_base(dtype, offset, width):
 
 @CUDA
 @pytest.mark.parametrize("kwargs", [dict(sort_indices=False), dict(max_threads=256),
-                                    dict(max_threads=0), dict(max_threads=32)])
+                                    dict(max_threads=0), dict(max_threads=32),
+                                    dict(max_threads=1), dict(max_threads=100)])
 def test_zero_copy_options(kwargs):
     features = table_data(5000, 65, torch.float32)
     table = hector.PinnedTable(features, fallback="error", **kwargs)
@@ -315,3 +435,57 @@ def test_cpu_gather_pinned_output():
     out = cpu_gather(features, torch.tensor([1, 2, 99]), pin_output=True)
     assert out.is_pinned()
     assert_same_bits(out, features[[1, 2, 99]])
+
+
+@CUDA
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.bool])
+@pytest.mark.parametrize("offset", [1, 3])
+@pytest.mark.parametrize("width", [1, 2, 16, 33, 129, 4097])
+def test_zero_copy_byte_loads(dtype, offset, width):
+    # An odd storage offset (and odd row sizes) leave only 1-byte loads: the V=1 kernel.
+    g = torch.Generator().manual_seed(width)
+    flat = torch.randint(0, 256, (60 * width + offset,), generator=g, dtype=torch.uint8)
+    if dtype == torch.bool:
+        flat = flat > 127
+    features = flat[offset:].view(60, width)
+    table = hector.PinnedTable(features, fallback="error")
+    idx = awkward_index(60, n=150)
+    assert_same_bits(table.gather(idx.cuda()), features.index_select(0, idx))
+
+
+@CUDA
+def test_cpu_gather_mode_to_cuda():
+    features = table_data(200, 17, torch.float64)
+    table = hector.PinnedTable(features, mode="cpu_gather")
+    assert table.mode == "cpu_gather" and not features.is_pinned()
+    idx = awkward_index(200, n=500).cuda()
+    out = table.gather(idx)
+    assert out.device.type == "cuda"
+    assert_same_bits(out, features[idx.cpu()])
+
+
+@CUDA
+def test_new_table_while_the_last_one_unregisters():
+    # The old registration's end waits for a slow gather (one 32-thread block) on another
+    # thread; a table made over the same memory meanwhile must not take the still page-locked
+    # pages for someone else's (which the old region would then unregister under it): it waits
+    # and registers anew, so the memory stays pinned while it lives.
+    features = table_data(400000, 64, torch.float32)
+    idx = torch.randint(0, 400000, (300000,)).cuda()
+    for _ in range(3):
+        old = hector.PinnedTable(features, fallback="error", max_threads=32)
+        out_old = old.gather(idx)
+        closer = threading.Thread(target=old.close)   # the last handle: waits for the gather
+        closer.start()
+        time.sleep(0.005)
+        new = hector.PinnedTable(features, fallback="error")
+        closer.join()
+        torch.cuda.synchronize()
+        assert features.is_pinned(), "the new table's registration was ended by the old table"
+        assert_same_bits(new.gather(idx[:1000]), features[idx[:1000].cpu()])
+        assert_same_bits(out_old, features[idx.cpu()])
+        new.close()
+        del old, new
+        gc.collect()
+        torch.cuda.synchronize()
+        assert not features.is_pinned()

@@ -4,7 +4,8 @@
 // without a CPU gather (PyTorch-Direct): the host tensor is page-locked in place with
 // cudaHostRegister and a CUDA kernel reads the requested rows over PCIe. Where that is impossible
 // (no CUDA, a non-contiguous or shared-memory tensor, registration refused) the table falls back,
-// if the user allows it, to a multithreaded CPU gather into a staging buffer plus one copy.
+// if the user allows it, to a multithreaded CPU gather into a staging buffer plus one copy; that
+// "CPU-centric" path can also be asked for outright (PinnedTableOptions::mode), as a baseline.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -13,6 +14,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 
 namespace hector {
@@ -36,19 +38,29 @@ enum class PinnedMode {
 
 /// Construction options of a PinnedTable.
 struct PinnedTableOptions {
+  /// The mode asked for. kZeroCopy pins the table in place where possible (otherwise `fallback`
+  /// decides); kCpuGather never pins: every gather is the CPU-centric path (threaded gather into
+  /// a page-locked staging buffer, then one copy), the baseline benchmarks compare zero-copy with.
+  PinnedMode mode = PinnedMode::kZeroCopy;
   PinnedFallback fallback = PinnedFallback::kCpuGather;
-  /// Upper bound on the threads of one zero-copy gather launch (0: no bound). A small gather
-  /// that occupies a few SMs saturates PCIe and leaves the rest of the GPU to compute kernels.
+  /// Upper bound on the threads of one zero-copy gather launch (0: no bound), block size
+  /// included: a cap below one 512-thread block launches one smaller block. A small gather that
+  /// occupies a few SMs saturates PCIe and leaves the rest of the GPU to compute kernels.
   int64_t maxThreads = 10240;
   /// Sort the indices before a zero-copy gather (rows are then read in address order, which
   /// helps PCIe and TLB locality; results are scattered back through the permutation).
   bool sortIndices = true;
   /// Check 0 <= index < numRows() before every gather (one small device-to-host copy for CUDA
   /// indices). An out-of-range zero-copy read is an illegal memory access that poisons the CUDA
-  /// context, so only turn this off for indices known to be valid.
+  /// context, so only turn this off for indices known to be valid. (A table without rows checks
+  /// regardless: it has nothing that any index could read.)
   bool checkBounds = true;
-  /// The caller knows the tensor lives in shared memory (Python's Tensor.is_shared()); such
-  /// tensors are not pinned.
+  /// Treat the tensor as living in shared memory, which is never pinned (see `fallback`). The
+  /// table detects on its own file-mapped storages (at::MapAllocator: torch.from_file, the
+  /// file_descriptor sharing strategy) and, on Linux, any storage inside a MAP_SHARED mapping
+  /// (Tensor.share_memory_() under either sharing strategy, including libshm's file_system one,
+  /// whose allocator LibTorch cannot identify). Set this for shared memory it cannot see, e.g. on
+  /// other systems; Python passes Tensor.is_shared().
   bool isShared = false;
 };
 
@@ -59,12 +71,20 @@ struct PinnedTableState;
 /// A feature table ([numRows, ...], any dtype) in host memory that serves row gathers.
 ///
 /// Copies share the table; the registration is released exactly once, after the last copy is
-/// gone and after every gather kernel that read it has finished.
+/// gone and after every gather kernel that read it has finished. One handle may be used from
+/// several threads at once: gather() holds its own reference to the table while it queues the
+/// kernel, so a concurrent release() (or the last other copy going away) cannot end the
+/// registration under it.
 class PinnedTable {
 public:
   /// Pins `features` (a CPU tensor with at least one dimension) in place, or falls back as
   /// options.fallback says. Throws c10::TypeError if `features` is not a CPU tensor.
   explicit PinnedTable(const at::Tensor &features, const PinnedTableOptions &options = {});
+  PinnedTable(const PinnedTable &other);
+  PinnedTable(PinnedTable &&other) noexcept;
+  PinnedTable &operator=(const PinnedTable &other);
+  PinnedTable &operator=(PinnedTable &&other) noexcept;
+  ~PinnedTable();
 
   /// Rows `index` of the table, on index's device: out[k] = features[index[k]]. `index` is a 1-D
   /// int32 or int64 tensor on the CPU or a CUDA device; it is validated (dtype, shape, device,
@@ -75,21 +95,26 @@ public:
   /// How gathers are served.
   PinnedMode mode() const;
   /// Why the table is not zero-copy (empty when it is).
-  const std::string &fallbackReason() const;
+  std::string fallbackReason() const;
   /// The table (the caller's tensor, not a copy).
-  const at::Tensor &features() const;
+  at::Tensor features() const;
   int64_t numRows() const;
   /// Bytes of one row.
   int64_t rowBytes() const;
   /// Drops this handle's reference; later calls on this handle throw. The registration ends
-  /// when the last handle is released.
+  /// when the last handle is released (and the gathers that read it have finished).
   void release();
   /// Whether release() was called.
-  bool released() const { return state_ == nullptr; }
+  bool released() const;
 
 private:
+  /// This handle's reference (guarded by mutex_, which release() takes too).
+  mutable std::mutex mutex_;
   std::shared_ptr<detail::PinnedTableState> state_;
-  const detail::PinnedTableState &state() const;
+  /// A copy of state_, taken under the lock (null once released).
+  std::shared_ptr<detail::PinnedTableState> load() const;
+  /// A reference of the caller's own to the shared state; throws when released.
+  std::shared_ptr<detail::PinnedTableState> state() const;
 };
 
 /// Multithreaded CPU gather: out[k] = table[index[k]] for a CPU `table` whose rows are each

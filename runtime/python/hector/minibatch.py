@@ -11,8 +11,8 @@ The pipeline (docs/runtime.md "Mini-batch training"):
    most ``fanout`` incoming edges per (node, relation) drawn with a seeded generator, relabelled
    to local ids, as a :class:`hector.Graph` with the RGCN norm ``1/|N_r(i)|`` computed on it.
 3. :class:`MiniBatchLoader` gathers the features of the subgraph's nodes — from a
-   :class:`hector.PinnedTable` (zero-copy on CUDA, the multithreaded CPU gather on the CPU) or
-   from a plain tensor — moves the batch to the training device and does all of this for the
+   :class:`hector.PinnedTable` (zero-copy on CUDA, the multithreaded CPU gather on the CPU or
+   with ``mode="cpu_gather"``, plus one copy to a GPU) or from a plain tensor — moves the batch to the training device and does all of this for the
    next batches on a background thread (a bounded queue; on CUDA a side stream) while the caller
    computes on the current one.
 

@@ -8,6 +8,7 @@ from ._native import load_runtime
 __all__ = ["PinnedTable", "cpu_gather"]
 
 _FALLBACKS = ("cpu_gather", "error")
+_MODES = ("zero_copy", "cpu_gather")
 
 
 class PinnedTable:
@@ -29,38 +30,48 @@ class PinnedTable:
     - ``"error"``: raise — ``ValueError`` for a tensor that cannot be pinned (non-contiguous,
       shared memory), ``RuntimeError`` otherwise (no CUDA, registration failed).
 
-    A gather with a CPU index always runs the multithreaded CPU gather and returns a CPU tensor.
+    ``mode="cpu_gather"`` asks for that CPU path outright: nothing is pinned, ``fallback`` does not
+    apply and no warning is issued (the "CPU-centric" baseline that benchmarks compare zero-copy
+    with). A gather with a CPU index always runs the multithreaded CPU gather and returns a CPU
+    tensor.
+
+    One table may be used from several threads; :meth:`close` on one thread while another
+    gathers lets that gather finish safely (later calls raise).
 
     Args:
         features: CPU tensor ``[num_rows, ...]`` of any dtype.
         fallback: ``"cpu_gather"`` or ``"error"``.
-        max_threads: upper bound on the threads of one zero-copy gather (0: none). The default
+        mode: ``"zero_copy"`` (default: pin in place where possible) or ``"cpu_gather"``.
+        max_threads: upper bound on the threads one zero-copy gather launches, counted over
+            whole blocks (0: none; below 512 the launch is one smaller block). The default
             occupies a few SMs, which saturates PCIe while leaving the GPU to compute kernels.
         sort_indices: read rows in sorted order (results are scattered back).
         check_bounds: validate every index before the gather (recommended: an out-of-range
-            zero-copy read corrupts the CUDA context).
+            zero-copy read corrupts the CUDA context). A table without rows always checks.
 
     Note:
         A registration belongs to the process that made it; create tables after forking data
         loader workers, not before.
     """
 
-    def __init__(self, features, fallback="cpu_gather", *, max_threads=10240, sort_indices=True,
-                 check_bounds=True):
+    def __init__(self, features, fallback="cpu_gather", *, mode="zero_copy", max_threads=10240,
+                 sort_indices=True, check_bounds=True):
         if not isinstance(features, torch.Tensor):
             raise TypeError(
                 f"hector.PinnedTable: features must be a torch.Tensor, got {type(features).__name__}")
         if fallback not in _FALLBACKS:
             raise ValueError(
                 f"hector.PinnedTable: fallback must be one of {_FALLBACKS}, got {fallback!r}")
+        if mode not in _MODES:
+            raise ValueError(f"hector.PinnedTable: mode must be one of {_MODES}, got {mode!r}")
         if isinstance(max_threads, bool) or not isinstance(max_threads, int) or max_threads < 0:
             raise ValueError(
                 f"hector.PinnedTable: max_threads must be a non-negative int, got {max_threads!r}")
         load_runtime()
         shared = features.device.type == "cpu" and features.is_shared()
         self._table = torch.classes.hector.PinnedTable(
-            features, fallback, max_threads, bool(sort_indices), bool(check_bounds), shared)
-        if self.mode != "zero_copy" and torch.cuda.is_available():
+            features, fallback, max_threads, bool(sort_indices), bool(check_bounds), shared, mode)
+        if mode == "zero_copy" and self.mode != "zero_copy" and torch.cuda.is_available():
             warnings.warn(f"hector.PinnedTable: not pinned ({self.reason}); gathers fall back to "
                           "a CPU gather plus a copy", RuntimeWarning, stacklevel=2)
 
@@ -80,7 +91,7 @@ class PinnedTable:
 
     @property
     def mode(self):
-        """``"zero_copy"`` or ``"cpu_gather"``."""
+        """How gathers are served: ``"zero_copy"`` or ``"cpu_gather"``."""
         return self._table.mode()
 
     @property
