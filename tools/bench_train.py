@@ -77,7 +77,8 @@ sys.path.insert(0, str(ROOT / "runtime" / "python"))
 sys.path.insert(0, str(ROOT / "test" / "python"))
 import hector  # noqa: E402
 from references import TestGraph, hgt_reference, rgat_pyg, rgcn_norm, rgcn_pyg  # noqa: E402
-from test_models import hgt_pyg, real_graph  # noqa: E402
+from references import hgt_pyg  # noqa: E402
+from test_models import real_graph  # noqa: E402
 
 MiB = 2 ** 20
 NO_AUTOGRAD = "autograd kernel was not registered"   # PyTorch's warning for an op without backward

@@ -39,13 +39,22 @@ def real_graph(name):
 
 
 def build_package(pkg: pathlib.Path, runtime: pathlib.Path, cuda: bool, jobs: int):
+    """Configures and builds one package in a fresh pkg/build (a cache from another machine or
+    path would make the configure fail); (name, library or None, seconds, log tail)."""
+    import shutil
     import torch.utils
     build = pkg / "build"
+    shutil.rmtree(build, ignore_errors=True)
     torch_dir = pathlib.Path(torch.utils.cmake_prefix_path) / "Torch"
     cmd = ["cmake", "-S", str(pkg), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release",
            f"-DTorch_DIR={torch_dir}",
            f"-DHECTOR_RUNTIME_DIR={runtime}", "-DHECTOR_CUDA_ARCHITECTURES=90",
            f"-DHECTOR_ENABLE_CUDA={'ON' if cuda else 'OFF'}"]
+    if shutil.which("ninja"):
+        cmd += ["-G", "Ninja"]
+    nvcc = os.environ.get("CUDACXX") or shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+    if cuda:
+        cmd += [f"-DCMAKE_CUDA_COMPILER={nvcc}", "-DHECTOR_REQUIRE_CUDA=ON"]
     t0 = time.time()
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode == 0:
@@ -180,8 +189,7 @@ def pyg_on_gpu(name, Layer, report):
     """Ours on CUDA against PyG's layer on CUDA (same weights), float64, AIFB-free small graph."""
     import torch
     import hector
-    from references import awkward_graph, rgat_pyg, rgcn_norm, rgcn_pyg
-    from test_models import hgt_pyg
+    from references import awkward_graph, hgt_pyg, rgat_pyg, rgcn_norm, rgcn_pyg
     g = awkward_graph(0)
     graph = hector.Graph(g.src, g.dst, g.etype, num_nodes=g.num_nodes, ntype=g.ntype,
                          num_relations=g.num_relations, num_ntypes=g.num_ntypes).to("cuda")
@@ -219,8 +227,7 @@ def bench(name, Layer, repeat, cuda):
     """Inference time and peak memory, ours vs PyG, on AIFB (in = out = 64, 1 head), float32."""
     import torch
     import hector
-    from references import rgat_pyg, rgcn_norm, rgcn_pyg
-    from test_models import hgt_pyg
+    from references import hgt_pyg, rgat_pyg, rgcn_norm, rgcn_pyg
     dev = "cuda" if cuda else "cpu"
     g = real_graph("aifb")
     graph = hector.Graph(g.src, g.dst, g.etype, num_nodes=g.num_nodes, ntype=g.ntype,

@@ -89,7 +89,8 @@ const std::vector<std::string> &Graph::tensorNames() {
       "unique_dst_inv", "ntype",       "ntype_ptr",      "ntype_perm",     "ntype_perm_inv",
       "norm_relation", "norm_in",
       "unique_src_edge_ptr", "unique_src_edges", "unique_dst_edge_ptr",
-      "unique_src_node_ptr", "unique_src_by_node", "unique_dst_node_ptr", "unique_dst_by_node"};
+      "unique_src_node_ptr", "unique_src_by_node", "unique_dst_node_ptr", "unique_dst_by_node",
+      "ranges"};
   // clang-format on
   return names;
 }
@@ -109,7 +110,8 @@ std::vector<at::Tensor *> Graph::members() {
           &uniqueDstInv_, &ntype_,        &ntypePtr_,     &ntypePerm_,    &ntypePermInv_,
           &normRelation_, &normIn_,
           &uniqueSrcEdgePtr_, &uniqueSrcEdges_, &uniqueDstEdgePtr_,
-          &uniqueSrcNodePtr_, &uniqueSrcByNode_, &uniqueDstNodePtr_, &uniqueDstByNode_};
+          &uniqueSrcNodePtr_, &uniqueSrcByNode_, &uniqueDstNodePtr_, &uniqueDstByNode_,
+          &ranges_};
   // clang-format on
 }
 
@@ -168,6 +170,7 @@ Graph Graph::fromTensors(std::vector<at::Tensor> tensors, std::vector<int64_t> s
   expect(g.uniqueSrcByNode_, g.uniqueSrc_.size(0), "unique_src_by_node");
   expect(g.uniqueDstNodePtr_, g.numNodes_ + 1, "unique_dst_node_ptr");
   expect(g.uniqueDstByNode_, g.uniqueDst_.size(0), "unique_dst_by_node");
+  expect(g.ranges_, 8, "ranges");
   return g;
 }
 
@@ -349,6 +352,11 @@ Graph Graph::build(const at::Tensor &src, const at::Tensor &dst, const at::Tenso
                         "to one destination node type)");
     }
   }
+
+  // --- The row ranges kernels read on the device (see ranges()). ---
+  std::vector<int64_t> ranges = {0, g.numNodes_,     0, g.numEdges_,
+                                 0, g.numUniqueSrc(), 0, g.numUniqueDst()};
+  g.ranges_ = at::tensor(ranges, idx.device(at::kCPU)).to(device);
   return g;
 }
 

@@ -7,8 +7,8 @@ import pytest
 import torch
 
 import hector
-from references import (awkward_graph, hgt_reference, rgat_hector_reference, rgat_pyg,
-                        rgcn_norm, rgcn_pyg)
+from references import (awkward_graph, hgt_pyg, hgt_reference, rgat_hector_reference,
+                        rgat_pyg, rgcn_norm, rgcn_pyg)
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 DATA = REPO.parent / "shared" / "data"
@@ -48,15 +48,17 @@ def test_rgcn_matches_pyg(compile_model, dtype, gkw, aggr):
 
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
-def test_rgcn_bases_matches_pyg(compile_model, dtype):
+@pytest.mark.parametrize("aggr", ["mean", "add"])
+def test_rgcn_bases_matches_pyg(compile_model, dtype, aggr):
     Model = compile_model("rgcn_bases", "in=6", "out=5", "bases=3")
     g = awkward_graph(3)
     torch.manual_seed(1)
     layer = Model(num_relations=g.num_relations, num_ntypes=g.num_ntypes, dtype=dtype)
     x = torch.randn(g.num_nodes, 6, dtype=dtype)
-    out = layer(make_graph(g), x, rgcn_norm(g).to(dtype))
+    norm = rgcn_norm(g) if aggr == "mean" else torch.ones(g.src.numel(), dtype=torch.float64)
+    out = layer(make_graph(g), x, norm.to(dtype))
     _, expected = rgcn_pyg(g, x, None, layer.root.detach(), layer.bias.detach(),
-                           comp=layer.comp.detach(), bases=layer.V.detach())
+                           comp=layer.comp.detach(), bases=layer.V.detach(), aggr=aggr)
     assert_close(out, expected, dtype)
 
 
@@ -105,62 +107,6 @@ def test_rgat_pyg_variant_matches_pyg(compile_model, dtype, gkw):
     _, expected = rgat_pyg(g, x, layer.W.detach().view(R, 6, 2, 3), layer.q.detach(),
                            layer.k.detach(), layer.bias.detach())
     assert_close(out, expected, dtype)
-
-
-def hgt_pyg(g, x, layer, heads, skip=True, return_module=False):
-    """PyG HGTConv on the heterogeneous form of g with the compiled layer's weights; returns the
-    output in global node order and a mask of the nodes PyG gives an output to (with
-    return_module, also the module and its input dictionaries). PyG's edge types
-    are the (source type, relation, destination type) triples that occur; each gets its
-    relation's W_att, W_msg and mu."""
-    from torch_geometric.nn import HGTConv
-    T = g.num_ntypes
-    out_dim = layer.A.shape[-1]
-    in_dim = x.shape[1]
-    ntypes = [f"t{t}" for t in range(T)]
-    triples = sorted({(int(a), int(r), int(b)) for a, r, b in zip(
-        g.ntype[g.src].tolist(), g.etype.tolist(), g.ntype[g.dst].tolist())})
-    etypes = [(f"t{a}", f"r{r}", f"t{b}") for a, r, b in triples]
-    conv = HGTConv(in_dim, out_dim, (ntypes, etypes), heads=heads).to(x.dtype)
-    local = torch.empty(g.num_nodes, dtype=torch.int64)
-    members = []
-    for t in range(T):
-        idx = torch.nonzero(g.ntype == t).flatten()
-        local[idx] = torch.arange(idx.numel())
-        members.append(idx)
-    n_et = len(etypes)
-    with torch.no_grad():
-        for t, name in enumerate(ntypes):
-            lin = conv.kqv_lin.lins[name]
-            w = torch.cat([layer.Wk[t].reshape(in_dim, -1), layer.Wq[t].reshape(in_dim, -1),
-                           layer.Wv[t].reshape(in_dim, -1)], dim=1)
-            lin.weight.copy_(w.t())
-            lin.bias.copy_(torch.cat([layer.bk[t].reshape(-1), layer.bq[t].reshape(-1),
-                                      layer.bv[t].reshape(-1)]))
-            conv.out_lin.lins[name].weight.copy_(layer.A[t].t())
-            conv.out_lin.lins[name].bias.copy_(layer.bA[t] if hasattr(layer, "bA")
-                                                else torch.zeros(out_dim))
-            conv.skip[name].fill_(float(layer.skip[t]) if skip else 0.0)
-        for i, ((_, r, _), et) in enumerate(zip(triples, etypes)):
-            for h in range(heads):
-                conv.k_rel.weight[h * n_et + i].copy_(layer.W_att[r, h])
-                conv.v_rel.weight[h * n_et + i].copy_(layer.W_msg[r, h])
-            conv.p_rel["__".join(et)].copy_(layer.mu[r].view(1, heads))
-    x_dict = {name: x[members[t]] for t, name in enumerate(ntypes)}
-    ei = {}
-    for (a, r, b), et in zip(triples, etypes):
-        m = (g.etype == r) & (g.ntype[g.src] == a) & (g.ntype[g.dst] == b)
-        ei[et] = torch.stack([local[g.src[m]], local[g.dst[m]]])
-    out_dict = conv(x_dict, ei)
-    out = torch.zeros(g.num_nodes, out_dim, dtype=x.dtype)
-    mask = torch.zeros(g.num_nodes, dtype=torch.bool)
-    for t, name in enumerate(ntypes):
-        if out_dict.get(name) is not None:
-            out[members[t]] = out_dict[name]
-            mask[members[t]] = True
-    if return_module:
-        return out, mask, conv, x_dict, ei
-    return out, mask
 
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])

@@ -6,9 +6,9 @@ import pytest
 import torch
 
 import hector
-from references import (awkward_graph, hgt_reference, rgat_hector_reference, rgat_pyg,
-                        rgcn_norm, rgcn_pyg, rgcn_reference)
-from test_models import hgt_pyg, make_graph
+from references import (awkward_graph, hgt_pyg, hgt_reference, rgat_hector_reference,
+                        rgat_pyg, rgcn_norm, rgcn_pyg, rgcn_reference)
+from test_models import make_graph
 
 F64 = torch.float64
 SMALL = [dict(seed=0, num_nodes=12, num_edges=40), dict(seed=1, num_nodes=9, num_edges=30,

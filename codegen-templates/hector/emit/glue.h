@@ -68,12 +68,9 @@ inline GraphView makeGraphView(const Graph &g, const at::Tensor &ranges) {
   return v;
 }
 
-/// {0, N, 0, E, 0, U_src, 0, U_dst} on the graph's device.
-inline at::Tensor graphRanges(const Graph &g) {
-  std::vector<std::int64_t> r = {0, g.numNodes(), 0, g.numEdges(),
-                                 0, g.numUniqueSrc(), 0, g.numUniqueDst()};
-  return at::tensor(r, at::TensorOptions().dtype(at::kLong)).to(g.device());
-}
+/// {0, N, 0, E, 0, U_src, 0, U_dst} on the graph's device, made when the graph was (no copy
+/// from the host per call, which would stall the host on a CUDA graph).
+inline const at::Tensor &graphRanges(const Graph &g) { return g.ranges(); }
 
 /// Formats a shape as `[N=7, 16]` (leading dimension labelled) or `[16]`.
 inline std::string formatShape(const std::string &label, const std::vector<std::int64_t> &dims) {

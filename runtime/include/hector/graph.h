@@ -164,6 +164,11 @@ public:
   const at::Tensor &normIn() const { return normIn_; }
   /// @}
 
+  /// {0, N, 0, E, 0, U_src, 0, U_dst} (int64, on the graph's device): the row ranges of the
+  /// four row spaces, which kernels read on the device. Made once per graph (and per to()), so
+  /// that a call on a CUDA graph never copies from the host.
+  const at::Tensor &ranges() const { return ranges_; }
+
 private:
   Graph() = default;
 
@@ -177,6 +182,7 @@ private:
   at::Tensor normRelation_, normIn_;
   at::Tensor uniqueSrcEdgePtr_, uniqueSrcEdges_, uniqueDstEdgePtr_;
   at::Tensor uniqueSrcNodePtr_, uniqueSrcByNode_, uniqueDstNodePtr_, uniqueDstByNode_;
+  at::Tensor ranges_;
 
   /// Pointers to every tensor member, in tensorNames() order.
   std::vector<at::Tensor *> members();

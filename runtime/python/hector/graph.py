@@ -62,6 +62,8 @@ class Graph:
       every pair: ``unique_src_edge_ptr`` [U_src+1] / ``unique_src_edges`` [E] (its edges),
       ``unique_dst_edge_ptr`` [U_dst+1] (contiguous edges), ``unique_{src,dst}_node_ptr`` [N+1] /
       ``unique_{src,dst}_by_node`` [U] (the pairs of every node)
+    - ``ranges`` [8]: {0, N, 0, E, 0, U_src, 0, U_dst}, the row ranges the kernels read on the
+      graph's device (made here once, so a call never copies them from the host)
     - node types: ``ntype`` [N], ``ntype_ptr`` [T+1], ``ntype_perm`` / ``ntype_perm_inv`` [N]
     - degree norms (float64, per sorted edge): ``norm_relation`` = 1/|N_r(i)| (PyG RGCNConv
       ``aggr="mean"``), ``norm_in`` = 1/in-degree
