@@ -1,7 +1,8 @@
 """Activation memory and step time: spilling off / on / adaptive vs save_on_cpu and checkpointing.
 
     python tools/bench_spill.py                       # CPU (and CUDA when present), small sizes
-    python tools/bench_spill.py --device cuda --dim 1024 --layers 12 --seq 1024 --batch 8
+    python tools/bench_spill.py --device cuda --dim 1024 --layers 12 --seq 1024 --batch 4 \
+        --warmup 1 --steps 3 --budget 8      # the GPU check (H200), sized for about a minute
     python tools/bench_spill.py --json out.json
 
 Trains the GPT-style transformer of examples/transformer_spill.py for a few steps per mode, all in
@@ -10,9 +11,15 @@ step (parameters, gradients and optimiser state are allocated in the warm-up ste
 torch.cuda.max_memory_allocated on CUDA; on the CPU, glibc's in-use bytes (mallinfo2) sampled
 every 0.5 ms by a thread and at every module boundary. "saved" is hector's own count of saved
 bytes resident in memory at its peak.
+
+Each table ends with the verdict against the target of the original work (SSDTrain), for spill
+and adaptive: activation peak at least 40 % below spilling off, step time less than 10 % above
+it. The target is stated for a GPU; on the CPU the verdict is printed for information. The JSON
+records the rows, the verdicts ("targets") and how CUDA tensors were written ("cufile").
 """
 import argparse
 import ctypes
+import os
 import json
 import pathlib
 import statistics
@@ -114,6 +121,11 @@ class CheckpointedGPT(torch.nn.Module):
                                                  targets.reshape(-1))
 
 
+# The target of the original work: peak at most this fraction of "off", step time below this one.
+TARGET_PEAK_RATIO = 0.60
+TARGET_STEP_RATIO = 1.10
+
+
 def run_mode(mode, args, device, spill_dir):
     model = tx.build_model(vocab=args.vocab, dim=args.dim, heads=args.heads, layers=args.layers,
                            seq=args.seq, device=device)
@@ -138,7 +150,13 @@ def run_mode(mode, args, device, spill_dir):
         opt.step()
 
     def loop():
+        start = None
         for i in range(args.warmup + args.steps):
+            if i == args.warmup:
+                start = time.perf_counter()
+            elif (args.budget is not None and times
+                  and time.perf_counter() - start > args.budget):
+                break           # keeps a run on a slow disk within its time
             sync()
             meter = CudaPeak() if device == "cuda" else CpuPeak()
             t0 = time.perf_counter()
@@ -156,15 +174,39 @@ def run_mode(mode, args, device, spill_dir):
         with ctx:
             loop()
     stats = ctx.stats if hasattr(ctx, "stats") else {}
-    return dict(mode=mode, step_s=statistics.median(times), peak_bytes=max(peaks),
-                saved_peak=stats.get("peak_resident_bytes"),
-                written=stats.get("bytes_written"), io=getattr(ctx, "io_mode", ""))
+    row = dict(mode=mode, step_s=statistics.median(times), steps=len(times), peak_bytes=max(peaks),
+               saved_peak=stats.get("peak_resident_bytes"),
+               written=stats.get("bytes_written"), io=getattr(ctx, "io_mode", ""))
+    if mode in ("spill", "adaptive"):
+        row["stats"] = stats
+        if device == "cuda":
+            row["cufile"] = ctx.cufile_status()
+    return row
 
 
-def print_table(device, rows, args):
-    base = next(r for r in rows if r["mode"] == "off")
+def verdicts(rows):
+    """spill and adaptive against the target, relative to "off" (None without an "off" row)."""
+    base = next((r for r in rows if r["mode"] == "off"), None)
+    if base is None:
+        return {}
+    out = {}
+    for r in rows:
+        if r["mode"] not in ("spill", "adaptive"):
+            continue
+        peak = r["peak_bytes"] / max(base["peak_bytes"], 1)
+        step = r["step_s"] / base["step_s"]
+        out[r["mode"]] = dict(peak_ratio=round(peak, 4), step_ratio=round(step, 4),
+                              peak_ok=peak <= TARGET_PEAK_RATIO, step_ok=step < TARGET_STEP_RATIO,
+                              passed=peak <= TARGET_PEAK_RATIO and step < TARGET_STEP_RATIO)
+    return out
+
+
+def print_table(device, rows, args, targets):
+    base = next((r for r in rows if r["mode"] == "off"), rows[0])
+    counts = sorted({r["steps"] for r in rows})
+    steps = "/".join(map(str, counts))
     print(f"\n{device}: GPT layers={args.layers} dim={args.dim} heads={args.heads} seq={args.seq} "
-          f"batch={args.batch}, median of {args.steps} steps after {args.warmup} warm-up")
+          f"batch={args.batch}, median of {steps} steps after {args.warmup} warm-up")
     print(f"{'mode':<12} {'step ms':>9} {'x off':>7} {'peak act MiB':>13} {'x off':>7} "
           f"{'saved MiB':>10} {'written MiB':>12}  io")
     for r in rows:
@@ -173,6 +215,15 @@ def print_table(device, rows, args):
         print(f"{r['mode']:<12} {r['step_s'] * 1e3:9.1f} {r['step_s'] / base['step_s']:7.2f} "
               f"{r['peak_bytes'] / 2**20:13.1f} {r['peak_bytes'] / max(base['peak_bytes'], 1):7.2f} "
               f"{saved:>10} {written:>12}  {r['io']}")
+    cufile = next((r["cufile"] for r in rows if "cufile" in r), None)
+    if cufile is not None:
+        print(f"cuFile: {cufile}")
+    note = "" if device == "cuda" else "  (the target is stated for a GPU; for information)"
+    for mode, v in targets.items():
+        print(f"target {mode}: {'PASS' if v['passed'] else 'FAIL'}: peak {v['peak_ratio']:.2f}x off "
+              f"({'ok' if v['peak_ok'] else 'not'} <= {TARGET_PEAK_RATIO:.2f}), step "
+              f"{v['step_ratio']:.2f}x off ({'ok' if v['step_ok'] else 'not'} < "
+              f"{TARGET_STEP_RATIO:.2f}){note}")
 
 
 def main():
@@ -188,6 +239,9 @@ def main():
     p.add_argument("--vocab", type=int, default=1024)
     p.add_argument("--steps", type=int, default=3)
     p.add_argument("--warmup", type=int, default=2)
+    p.add_argument("--budget", type=float, default=None,
+                   help="seconds per mode after the warm-up: stop measuring steps after this "
+                        "(at least one is measured)")
     p.add_argument("--threshold", type=int, default=1 << 20)
     p.add_argument("--prefetch", type=int, default=2)
     p.add_argument("--io-threads", type=int, default=2)
@@ -197,14 +251,23 @@ def main():
 
     devices = ["cpu"] if args.device == "cpu" else ["cuda"] if args.device == "cuda" else (
         ["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"])
-    results = {}
+    results, targets = {}, {}
+    start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="hector-bench-", dir=args.dir) as spill_dir:
         for device in devices:
             rows = [run_mode(m, args, device, spill_dir) for m in args.modes.split(",")]
-            print_table(device, rows, args)
+            targets[device] = verdicts(rows)
+            print_table(device, rows, args, targets[device])
             results[device] = rows
+            leftover = os.listdir(spill_dir)
+            assert not leftover, f"spill files left behind: {leftover}"
+    elapsed = time.perf_counter() - start
+    print(f"\n{elapsed:.1f} s in all")
     if args.json:
-        pathlib.Path(args.json).write_text(json.dumps(dict(args=vars(args), results=results), indent=2))
+        pathlib.Path(args.json).write_text(json.dumps(
+            dict(args=vars(args), results=results, targets=targets,
+                 target=dict(peak_ratio_max=TARGET_PEAK_RATIO, step_ratio_below=TARGET_STEP_RATIO),
+                 elapsed_s=round(elapsed, 1)), indent=2))
 
 
 if __name__ == "__main__":

@@ -19,11 +19,14 @@ namespace hector {
 /// Knobs of a SpillStore. The defaults suit an NVMe SSD.
 struct SpillOptions {
   /// Directory for the spill files (created if missing). Files are named
-  /// `hector-spill-<pid>-<store>-<lane>.bin` and removed when the step ends.
+  /// `hector-spill-<pid>-<random>-<store>-<lane>.bin` and removed when the step ends.
   std::string dir = "/tmp";
-  /// Storages smaller than this stay in memory (writing them costs more than it saves).
+  /// Storages smaller than this stay in memory (writing them costs more than it
+  /// saves). Compared with the size of the saved tensor's whole storage, which is
+  /// what a record writes and frees, not with the size of the view.
   int64_t threshold_bytes = 1 << 20;
-  /// How many spilled storages to read ahead of backward, in backward order.
+  /// How many spilled storages backward reads ahead, in backward order: at most
+  /// this many are in memory (being read or read) before backward loads them.
   int64_t prefetch = 2;
   /// Profile write bandwidth against forward time and keep in memory what could
   /// not be written before backward starts.
@@ -41,8 +44,8 @@ struct SpillOptions {
   bool use_cufile = true;
   /// Size of each I/O request and of each staging buffer.
   int64_t chunk_bytes = 4 << 20;
-  /// Unlink each file right after creating it: nothing can be left behind even
-  /// on SIGKILL, but the files are invisible in the directory.
+  /// Unnamed files (O_TMPFILE, else unlinked right after creation): nothing can be
+  /// left behind even on SIGKILL, but the files are invisible in the directory.
   bool anonymous_files = false;
   /// Fault injection for tests, e.g. "enospc:2,corrupt:1" (see docs/spilling.md);
   /// the environment variable HECTOR_SPILL_FAULTS is appended.
@@ -76,18 +79,31 @@ public:
   void backward_end() override;
   ActivationStats stats() const override;
 
-  /// Waits until no write or read is in flight.
+  /// Waits until no write or read is in flight, then reports (TORCH_WARN) a write
+  /// failure not reported yet.
   void synchronize();
   /// Drops every saved tensor, stops the I/O threads and removes the files.
-  /// Later calls to save() fail; load() of an earlier handle fails.
+  /// Later calls to save() fail; load() of an earlier handle fails. Reports a
+  /// write failure not reported yet.
   void close();
+  /// close() if no handle is left (nothing can be loaded any more); returns
+  /// whether the store is closed.
+  bool close_if_unused();
+  /// Reports (TORCH_WARN, on the calling thread) a write failure an I/O thread
+  /// met after the last save() or load(); save, load and synchronize do it too.
+  void report_warnings();
+  /// Whether CUDA tensors can use cuFile: "loaded" (followed by ", but ..." where
+  /// cuFile refused a spill file), "disabled (...)", or why it is not available.
+  /// Loads libcufile if that was not done yet.
+  std::string cufile_status();
   /// The spill files that exist now.
   std::vector<std::string> files() const;
   /// Arms a fault for the `nth` (1-based, counted from now) write or read.
   void inject_fault(SpillFault fault, int64_t nth);
   /// The options in effect (after the environment was consulted).
   const SpillOptions &options() const;
-  /// How the files are accessed: "direct", "buffered" and "+io_uring"/"+cufile" where used.
+  /// How the files are accessed: "direct" or "buffered", then "+io_uring" where a
+  /// thread has a ring and "+cufile" once a record was written through cuFile.
   std::string io_mode() const;
 
 private:

@@ -138,5 +138,14 @@ TORCH_LIBRARY_FRAGMENT(hector, m) {
            })
       .def("close", [](const c10::intrusive_ptr<SpillStoreHolder> &self) {
         self->store->close();
+      })
+      .def("close_if_unused",
+           [](const c10::intrusive_ptr<SpillStoreHolder> &self) {
+             return self->store->close_if_unused();
+           })
+      .def("report_warnings",
+           [](const c10::intrusive_ptr<SpillStoreHolder> &self) { self->store->report_warnings(); })
+      .def("cufile_status", [](const c10::intrusive_ptr<SpillStoreHolder> &self) {
+        return self->store->cufile_status();
       });
 }

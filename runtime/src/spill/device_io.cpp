@@ -5,8 +5,12 @@
 #include <c10/util/Exception.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <dlfcn.h>
 #include <mutex>
+#include <string>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace hector::spill_io {
 
@@ -31,13 +35,66 @@ using WriteFn = long (*)(void *, const void *, size_t, long, long);
 using ReadFn = long (*)(void *, void *, size_t, long, long);
 } // namespace
 
+#if defined(HECTOR_WITH_CUDA)
+namespace {
+std::mutex status_mutex;
+std::string load_status = "not loaded yet";
+
+void set_status(std::string status) {
+  std::lock_guard<std::mutex> lock(status_mutex);
+  load_status = std::move(status);
+}
+
+char log_path[512];
+void remove_empty_log() {
+  struct stat st {};
+  if (::stat(log_path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0)
+    ::unlink(log_path);
+}
+} // namespace
+#endif
+
+void CuFile::prepare_environment() {
+#if defined(HECTOR_WITH_CUDA)
+  static std::once_flag once;
+  std::call_once(once, [] {
+    if (std::getenv("CUFILE_LOGFILE_PATH") || std::getenv("CUFILE_ENV_PATH_JSON"))
+      return; // The user chose where the log goes.
+    // libcufile wants an absolute path.
+    const char *tmp = std::getenv("TMPDIR");
+    const std::string dir = tmp && tmp[0] == '/' ? tmp : "/tmp";
+    const std::string path = dir + "/hector-cufile-" + std::to_string(::getpid()) + ".log";
+    if (path.size() >= sizeof log_path)
+      return;
+    std::memcpy(log_path, path.c_str(), path.size() + 1);
+    ::setenv("CUFILE_LOGFILE_PATH", log_path, /*overwrite=*/0);
+    // Only a log that says something is worth keeping.
+    std::atexit(remove_empty_log);
+  });
+#endif
+}
+
+std::string CuFile::status() {
+#if defined(HECTOR_WITH_CUDA)
+  std::lock_guard<std::mutex> lock(status_mutex);
+  return load_status;
+#else
+  return "not available (the runtime was built without CUDA)";
+#endif
+}
+
 CuFile *CuFile::get() {
 #if defined(HECTOR_WITH_CUDA)
   static CuFile *instance = []() -> CuFile * {
-    const char *name = std::getenv("HECTOR_CUFILE_LIBRARY");
-    void *lib = ::dlopen(name && *name ? name : "libcufile.so.0", RTLD_NOW | RTLD_LOCAL);
-    if (!lib)
+    prepare_environment(); // Normally done already, by the store's constructor.
+    const char *env = std::getenv("HECTOR_CUFILE_LIBRARY");
+    const std::string name = env && *env ? env : "libcufile.so.0";
+    void *lib = ::dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+      const char *why = ::dlerror();
+      set_status("cannot load " + name + (why ? std::string(": ") + why : std::string()));
       return nullptr;
+    }
     auto *api = new CuFile;
     api->lib_ = lib;
     auto open = reinterpret_cast<DriverOpenFn>(::dlsym(lib, "cuFileDriverOpen"));
@@ -46,10 +103,19 @@ CuFile *CuFile::get() {
     api->write_ = ::dlsym(lib, "cuFileWrite");
     api->read_ = ::dlsym(lib, "cuFileRead");
     if (!open || !api->handle_register_ || !api->handle_deregister_ || !api->write_ ||
-        !api->read_ || open().err != 0) {
+        !api->read_) {
+      set_status(name + " lacks the cuFile API");
       delete api;
       return nullptr;
     }
+    const CUfileError rc = open();
+    if (rc.err != 0) {
+      set_status("cuFileDriverOpen failed with error " + std::to_string(rc.err) +
+                 " (CUDA error " + std::to_string(rc.cu_err) + ")");
+      delete api;
+      return nullptr;
+    }
+    set_status("loaded");
     return api; // The driver stays open for the life of the process.
   }();
   return instance;
@@ -58,12 +124,14 @@ CuFile *CuFile::get() {
 #endif
 }
 
-void *CuFile::register_fd(int fd) {
+void *CuFile::register_fd(int fd, int *error) {
   CUfileDescr descr{};
   descr.type = 1;
   descr.handle.fd = fd;
   void *handle = nullptr;
   const CUfileError rc = reinterpret_cast<HandleRegisterFn>(handle_register_)(&handle, &descr);
+  if (error)
+    *error = rc.err;
   return rc.err == 0 ? handle : nullptr;
 }
 

@@ -190,27 +190,55 @@ AlignedBuffer &AlignedBuffer::operator=(AlignedBuffer &&other) noexcept {
   return *this;
 }
 
-SpillFile::SpillFile(std::string path, bool direct, bool anonymous) : path_(std::move(path)) {
-  const int base = O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC;
+namespace {
+/// open() with O_DIRECT where asked and allowed: returns the descriptor (or -1
+/// with errno set) and whether O_DIRECT is on. File systems that refuse O_DIRECT
+/// (EINVAL, EOPNOTSUPP) get buffered I/O.
+int open_maybe_direct(const char *path, int flags, bool direct, bool &is_direct) {
+  is_direct = false;
   if (direct) {
-    fd_ = ::open(path_.c_str(), base | O_DIRECT, 0600);
-    if (fd_ >= 0)
-      direct_ = true;
-    else if (errno != EINVAL && errno != EOPNOTSUPP)
-      TORCH_CHECK(false, "hector.spill: cannot create spill file ", path_, ": ",
-                  std::strerror(errno));
+    const int fd = ::open(path, flags | O_DIRECT, 0600);
+    if (fd >= 0) {
+      is_direct = true;
+      return fd;
+    }
+    if (errno != EINVAL && errno != EOPNOTSUPP)
+      return -1;
   }
+  return ::open(path, flags, 0600);
+}
+
+std::string parent_directory(const std::string &path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+}
+} // namespace
+
+SpillFile::SpillFile(std::string path, bool direct, bool anonymous) : path_(std::move(path)) {
+  bool is_direct = false;
+#if defined(O_TMPFILE)
+  if (anonymous) {
+    // An unnamed file in the directory: nothing can be left behind, even on
+    // SIGKILL, and there is no window between creating and unlinking.
+    fd_ = open_maybe_direct(parent_directory(path_).c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC,
+                            direct, is_direct);
+    // Kernels or file systems without O_TMPFILE fail with EISDIR or EOPNOTSUPP
+    // (or EINVAL): a named file, unlinked at once, follows.
+  }
+#endif
   if (fd_ < 0) {
-    fd_ = ::open(path_.c_str(), base, 0600);
+    fd_ = open_maybe_direct(path_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, direct,
+                            is_direct);
     TORCH_CHECK(fd_ >= 0, "hector.spill: cannot create spill file ", path_, ": ",
                 std::strerror(errno));
+    if (anonymous) {
+      ::unlink(path_.c_str());
+    } else {
+      linked_ = true;
+      register_cleanup_path(path_);
+    }
   }
-  if (anonymous) {
-    ::unlink(path_.c_str());
-  } else {
-    linked_ = true;
-    register_cleanup_path(path_);
-  }
+  direct_ = is_direct;
 }
 
 SpillFile::~SpillFile() {

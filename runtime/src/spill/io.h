@@ -37,8 +37,9 @@ private:
 class SpillFile {
 public:
   /// Creates `path` exclusively. With `direct`, tries O_DIRECT and falls back to
-  /// buffered I/O when the file system refuses it. With `anonymous`, unlinks it at once.
-  /// Throws c10::Error on failure.
+  /// buffered I/O when the file system refuses it. With `anonymous`, the file has
+  /// no name: created with O_TMPFILE in `path`'s directory where supported, else
+  /// created as `path` and unlinked at once. Throws c10::Error on failure.
   SpillFile(std::string path, bool direct, bool anonymous);
   ~SpillFile();
   SpillFile(const SpillFile &) = delete;
