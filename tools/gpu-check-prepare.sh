@@ -3,8 +3,23 @@
 # machine (no MLIR) builds, into gpu-packages/ (git-ignored; pass it to the GPU machine).
 #   check-*: the examples at the sizes of the numerical tests (CUDA vs CPU vs PyG)
 #   bench-*: RGCN, RGAT, HGT at Hector's evaluation sizes (in = out = 64, 1 head) for timing
+#   minibatch-rgcn: the two-layer RGCN of the mini-batch example at in = 256 (hidden 64, AIFB's 4
+#     classes), for tools/bench_minibatch.py (the benchmark and its --check on AIFB)
+#
+#   tools/gpu-check-prepare.sh           writes gpu-packages/ (with STAMP)
+#   tools/gpu-check-prepare.sh --stamp   prints the hash of the sources the packages come from
+#                                        (gpu-check.sh compares it with gpu-packages/STAMP)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+stamp() {  # the compiler, the examples, the templates and the runtime's headers
+  (cd "$root" && find compiler dialects codegen-templates runtime/include examples -type f \
+     \( -name '*.h' -o -name '*.cuh' -o -name '*.cpp' -o -name '*.td' -o -name '*.hector' \) \
+     -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1)
+}
+if [ "${1:-}" = "--stamp" ]; then
+  stamp
+  exit 0
+fi
 hectorc=${HECTORC:-${HECTOR_BUILD_DIR:-$root/build}/bin/hectorc}
 out=$root/gpu-packages
 rm -rf "$out" && mkdir -p "$out"
@@ -23,12 +38,21 @@ emit check-hgt_simplified hgt_simplified in=8 out=8 H=2
 emit bench-rgcn rgcn in=64 out=64
 emit bench-rgat_pyg rgat_pyg in=64 d=64 H=1
 emit bench-hgt hgt in=64 out=64 H=1
-# The real graphs, preprocessed here (the GPU machine has neither ../shared/data nor rdflib).
+emit minibatch-rgcn rgcn_aifb in=256 hidden=64 classes=4
+# The real graphs, preprocessed here (the GPU machine has neither ../shared/data nor rdflib);
+# aifb-entities.pt adds AIFB's labelled entities (the mini-batch check trains on them).
 mkdir -p "$out/graphs"
 PYTHONPATH="$root/runtime/python:$root/test/python" "$root/.venv/bin/python" - "$out/graphs" <<'PY'
 import dataclasses, pathlib, sys, torch
-from test_models import real_graph
+from hector.data import load_entities
+from test_models import DATA, real_graph
+out = pathlib.Path(sys.argv[1])
 for name in ("aifb", "umls"):
-    torch.save(dataclasses.asdict(real_graph(name)), pathlib.Path(sys.argv[1]) / f"{name}.pt")
+    torch.save(dataclasses.asdict(real_graph(name)), out / f"{name}.pt")
+d = load_entities(DATA / "aifb")
+torch.save({k: getattr(d, k) for k in ("name", "src", "dst", "etype", "num_nodes", "num_relations",
+                                      "train_idx", "train_y", "test_idx", "test_y",
+                                      "num_classes")}, out / "aifb-entities.pt")
 PY
+stamp >"$out/STAMP"
 echo "wrote $(ls -d "$out"/*-* | wc -l) packages and $(ls "$out/graphs" | wc -l) graphs to $out"
