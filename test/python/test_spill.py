@@ -542,8 +542,10 @@ def test_sigint_inside_the_block_removes_files(disposition, tmp_path):
     d.mkdir()
     code = textwrap.dedent(f"""
         import os, signal, sys, time
-        if {disposition == "default"!r}:
-            signal.signal(signal.SIGINT, signal.SIG_DFL)
+        # Set explicitly: a process started in the background by a shell inherits SIGINT
+        # ignored, and Python then installs no KeyboardInterrupt handler of its own.
+        signal.signal(signal.SIGINT, signal.SIG_DFL if {disposition == "default"!r}
+                      else signal.default_int_handler)
         sys.path.insert(0, {str(REPO / "runtime" / "python")!r})
         import torch, hector
         model = torch.nn.Sequential(*[torch.nn.Linear(256, 256) for _ in range(4)])

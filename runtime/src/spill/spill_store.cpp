@@ -26,6 +26,7 @@
 #include <map>
 #include <optional>
 #include <random>
+#include <signal.h>
 #include <sstream>
 #include <sys/stat.h>
 #include <thread>
@@ -310,8 +311,23 @@ SpillEngine::SpillEngine(SpillOptions options)
   // before this store's I/O threads exist (setenv is not thread-safe).
   if (options_.use_cufile)
     CuFile::prepare_environment();
-  for (int64_t i = 0; i < options_.io_threads; ++i)
-    threads_.emplace_back([this, i] { worker(static_cast<int>(i)); });
+  // The I/O threads start with the asynchronous signals blocked (a thread inherits its
+  // creator's mask), so that a SIGINT or SIGTERM is delivered to a thread of the application:
+  // Python, for one, raises KeyboardInterrupt only when its main thread wakes from a blocking
+  // call, which a signal taken by one of our threads would not do.
+  sigset_t all, previous;
+  sigfillset(&all);
+  for (int sync : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP})
+    sigdelset(&all, sync);
+  pthread_sigmask(SIG_BLOCK, &all, &previous);
+  try {
+    for (int64_t i = 0; i < options_.io_threads; ++i)
+      threads_.emplace_back([this, i] { worker(static_cast<int>(i)); });
+  } catch (...) {
+    pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+    throw;
+  }
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
 }
 
 SpillEngine::~SpillEngine() {
