@@ -407,8 +407,12 @@ private:
 
   /// Binds a layer's parameters: explicit `bindings` (evaluated in `caller`), then overrides,
   /// then defaults (which may use earlier parameters).
+  /// Binds `layer`'s parameters in `scope`: the instance's `bindings` (evaluated in `caller`),
+  /// else command-line overrides, else the defaults. An error in a binding is reported where it
+  /// is written; a bound value the callee rejects (a head count of 0) at the callee's parameter,
+  /// with `instanceNote` saying which instance bound it.
   void bindParams(const Layer &layer, Scope &scope, const std::vector<Binding> *bindings,
-                  Scope *caller) {
+                  Scope *caller, const std::pair<SourceLoc, std::string> *instanceNote = nullptr) {
     std::map<std::string, double> bound;
     std::set<std::string> poisonedBindings;
     if (bindings) {
@@ -432,6 +436,16 @@ private:
         bound[b.name] = v.number;
       }
     }
+    struct NoteScope {
+      std::vector<std::pair<SourceLoc, std::string>> &notes;
+      bool pushed;
+      ~NoteScope() {
+        if (pushed)
+          notes.pop_back();
+      }
+    } noteScope{notes, instanceNote != nullptr};
+    if (instanceNote)
+      notes.push_back(*instanceNote);
     for (const Param &p : layer.params) {
       Sym sym;
       sym.kind = Sym::Kind::Param;
@@ -783,9 +797,10 @@ private:
     sub.prefix = inst->prefix;
     sub.topLevel = false;
     sub.inst = inst.get();
-    bindParams(callee, sub, &stmt.bindings, &scope);
-    notes.emplace_back(stmt.nameLoc,
-                       "in sub-layer instance '" + stmt.name + "' of layer '" + callee.name + "'");
+    std::pair<SourceLoc, std::string> note{
+        stmt.nameLoc, "in sub-layer instance '" + stmt.name + "' of layer '" + callee.name + "'"};
+    bindParams(callee, sub, &stmt.bindings, &scope, &note);
+    notes.push_back(std::move(note));
     ++instanceDepth;
     if (errorsReported == errorsBefore)
       processBody(sub, Phase::Declare);
