@@ -324,7 +324,10 @@ SpillEngine::SpillEngine(SpillOptions options)
     for (int64_t i = 0; i < options_.io_threads; ++i)
       threads_.emplace_back([this, i] { worker(static_cast<int>(i)); });
   } catch (...) {
+    // No thread could be started (a resource limit): stop and join those that were, which
+    // the destructor, not run for a constructor that throws, would otherwise leave joinable.
     pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+    close(/*only_if_unused=*/false, /*report=*/false);
     throw;
   }
   pthread_sigmask(SIG_SETMASK, &previous, nullptr);
