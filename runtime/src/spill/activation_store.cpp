@@ -32,7 +32,7 @@ const void *storage_key(const at::Tensor &t) {
 ActivationHandle MemoryStore::save(const at::Tensor &tensor, const std::string &tag, bool) {
   std::lock_guard<std::mutex> lock(mutex_);
   const ActivationHandle handle = next_++;
-  Entry entry{tensor, tag, tensor.defined() ? tensor._version() : 0u};
+  Entry entry{tensor, tag, tensor.defined() ? static_cast<uint32_t>(tensor._version()) : 0u};
   if (const void *key = storage_key(tensor)) {
     if (storage_refs_[key]++ == 0) {
       stats_.resident_bytes += storage_bytes(tensor);
