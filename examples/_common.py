@@ -27,6 +27,16 @@ sys.path.insert(0, str(REPO / "runtime" / "python"))
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
 
+def parse_fanout(text: str):
+    """"all" -> None (every edge), "10" -> 10 for both hops, "10,5" -> [10, 5]."""
+    if text == "all":
+        return None
+    values = [None if v == "all" else int(v) for v in text.split(",")]
+    if any(v is not None and v < 1 for v in values) or len(values) not in (1, 2):
+        raise argparse.ArgumentTypeError(f"expected 'all', K or K1,K2 with K >= 1, got {text!r}")
+    return values[0] if len(values) == 1 else values
+
+
 def add_common_args(parser: argparse.ArgumentParser, data: str, epochs: int, lr: float,
                     weight_decay: float | None, hidden: int, embed_dim: int | None,
                     seeds: int, notes: dict[str, str] | None = None) -> None:

@@ -54,17 +54,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 import _common
-from _common import Progress, check_gradients, seed_everything, synchronize
-
-
-def parse_fanout(text: str):
-    """"all" -> None (every edge), "10" -> 10 for both hops, "10,5" -> [10, 5]."""
-    if text == "all":
-        return None
-    values = [None if v == "all" else int(v) for v in text.split(",")]
-    if any(v is not None and v < 1 for v in values) or len(values) not in (1, 2):
-        raise argparse.ArgumentTypeError(f"expected 'all', K or K1,K2 with K >= 1, got {text!r}")
-    return values[0] if len(values) == 1 else values
+from _common import Progress, check_gradients, parse_fanout, seed_everything, synchronize
 
 
 def make_features(num_nodes: int, dim: int, seed: int) -> torch.Tensor:

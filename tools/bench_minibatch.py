@@ -50,6 +50,9 @@ os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "examples"))
+from _common import parse_fanout  # noqa: E402  (the mini-batch example's --fanout)
+
 MODES = ("zero_copy", "cpu_gather", "device")
 DEFAULT_PACKAGE = ROOT / "gpu-packages" / "minibatch-rgcn"
 DEFAULT_ENTITIES = ROOT / "gpu-packages" / "graphs" / "aifb-entities.pt"
@@ -77,7 +80,6 @@ def resolve_library(args, cuda: bool) -> pathlib.Path:
             sys.exit(f"building the package {package} against {runtime} failed:\n{log}")
         print(f"model: package {package.name} built in {secs:.0f} s", flush=True)
         return lib
-    sys.path.insert(0, str(ROOT / "examples"))
     import _common
     if not (_common.BUILD / "bin" / "hectorc").is_file():
         where = package if package is not None else "--package"
@@ -461,15 +463,6 @@ def check(args, device, cuda):
     if args.json:
         args.json.write_text(json.dumps(report, indent=1))
     return 1 if failures else 0
-
-
-def parse_fanout(text: str):
-    if text == "all":
-        return None
-    values = [None if v == "all" else int(v) for v in text.split(",")]
-    if any(v is not None and v < 1 for v in values) or len(values) not in (1, 2):
-        raise argparse.ArgumentTypeError(f"expected 'all', K or K1,K2 with K >= 1, got {text!r}")
-    return values[0] if len(values) == 1 else values
 
 
 def main():

@@ -279,10 +279,10 @@ int buildLibrary(ModuleOp module, const EmitOptions &emitOptions, llvm::StringRe
       "-DHECTOR_RUNTIME_DIR=" + runtimeDir,
       std::string("-DHECTOR_ENABLE_CUDA=") + (emitOptions.cuda ? "ON" : "OFF")};
   std::string nvcc = configured("HECTOR_CUDA_COMPILER", HECTOR_CUDA_COMPILER_PATH);
-  if (emitOptions.cuda && (nvcc.empty() || !llvm::sys::fs::can_execute(nvcc)))
-    return fail("no CUDA compiler ('" + nvcc +
-                "') for --target=cuda; set HECTOR_CUDA_COMPILER to nvcc, or use --target=cpu");
   if (emitOptions.cuda) {
+    if (nvcc.empty() || !llvm::sys::fs::can_execute(nvcc))
+      return fail("no CUDA compiler ('" + nvcc +
+                  "') for --target=cuda; set HECTOR_CUDA_COMPILER to nvcc, or use --target=cpu");
     configure.push_back("-DCMAKE_CUDA_COMPILER=" + nvcc);
     configure.push_back("-DHECTOR_REQUIRE_CUDA=ON");
   }
