@@ -560,6 +560,16 @@ bool ReduceOp::isRowLocal() {
   return from == to || ((from == Space::Src || from == Space::Dst) && to == Space::Edge);
 }
 
+bool ReduceOp::isPairSum() {
+  auto result = dyn_cast<ValueType>(getResult().getType());
+  if (!result)
+    return false;
+  Space from = getInput().getType().getSpace(), to = result.getSpace();
+  bool edge = from == Space::Src || from == Space::Dst || from == Space::Edge;
+  return edge && (to == Space::UniqueSrc || to == Space::UniqueDst) &&
+         result.getShape() == getInput().getType().getShape();
+}
+
 LogicalResult AggregateGradOp::verify() {
   ValueType grad = getGrad().getType();
   if (grad.getSpace() != Space::Node)
@@ -705,16 +715,39 @@ LogicalResult TraversalOp::verifyRegions() {
     if (input.getType() != arg.getType())
       return emitOpError() << "body argument #" << i << " type " << arg.getType()
                            << " must equal input #" << i << " type " << input.getType();
+  // A node traversal over unique pairs: its results' space (see the op's description).
+  std::optional<Space> pairs;
+  for (Operation &op : body.without_terminator())
+    if (auto reduce = dyn_cast<ReduceOp>(op); reduce && reduce.isPairSum() && !pairs)
+      pairs = cast<ValueType>(reduce.getResult().getType()).getSpace();
   for (Operation &op : body.without_terminator()) {
     auto reduce = dyn_cast<ReduceOp>(op);
-    if (!op.hasTrait<OpTrait::TraversalBody>() && !(reduce && reduce.isRowLocal()))
+    bool pairSum = reduce && reduce.isPairSum();
+    if (!op.hasTrait<OpTrait::TraversalBody>() && !(reduce && reduce.isRowLocal()) && !pairSum)
       return op.emitOpError() << "is not allowed in the body of a 'hector.traversal'";
     if (getKind() == TraversalKind::Edge && isa<SoftmaxOp>(op))
       return op.emitOpError() << "needs a node traversal, not an edge traversal";
+    if (pairSum && getKind() != TraversalKind::Node)
+      return op.emitOpError() << "sums the edges of unique pairs: it needs a node traversal "
+                                 "over the pairs, not an edge traversal";
+    if (pairSum && cast<ValueType>(reduce.getResult().getType()).getSpace() != *pairs)
+      return op.emitOpError() << "sums into " << reduce.getResult().getType()
+                              << " rows; a traversal runs over the pairs of one space";
+    if (pairs && isa<AggregateOp, SoftmaxOp>(op))
+      return op.emitOpError() << "cannot be in a traversal over "
+                              << stringifySpace(*pairs) << " pairs";
   }
   auto yield = cast<YieldOp>(body.getTerminator());
   if (yield.getValues().getTypes() != getResultTypes())
     return emitOpError() << "yielded types must equal the result types";
+  if (pairs)
+    for (Value value : yield.getValues()) {
+      auto reduce = value.getDefiningOp<ReduceOp>();
+      if (!reduce || !reduce.isPairSum())
+        return emitOpError() << "over " << stringifySpace(*pairs)
+                             << " pairs: every result must be a pair sum (hector.reduce into "
+                             << stringifySpace(*pairs) << ")";
+    }
   return success();
 }
 

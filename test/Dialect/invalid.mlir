@@ -620,12 +620,60 @@ hector.layer @l {
 // -----
 
 hector.layer @l {
-  %h = hector.input "h" : !hector.value<edge, [4]>
-  %0 = hector.traversal node (%x = %h) : (!hector.value<edge, [4]>) -> !hector.value<node, [4]> {
+  %h = hector.input "h" : !hector.value<unique_dst, [4]>
+  %0 = hector.traversal node (%x = %h) : (!hector.value<unique_dst, [4]>) -> !hector.value<node, [4]> {
     // expected-error @+1 {{'hector.reduce' op is not allowed in the body of a 'hector.traversal'}}
-    %y = hector.reduce %x : !hector.value<edge, [4]> -> !hector.value<unique_dst, [4]>
-    %z = hector.reduce %y : !hector.value<unique_dst, [4]> -> !hector.value<node, [4]>
+    %z = hector.reduce %x : !hector.value<unique_dst, [4]> -> !hector.value<node, [4]>
     hector.yield %z : !hector.value<node, [4]>
+  }
+}
+
+// -----
+
+// A pair sum (edge rows into unique pairs) needs a node traversal over the pairs.
+hector.layer @l {
+  %h = hector.input "h" : !hector.value<edge, [4]>
+  %0 = hector.traversal edge (%x = %h) : (!hector.value<edge, [4]>) -> !hector.value<unique_dst, [4]> {
+    // expected-error @+1 {{'hector.reduce' op sums the edges of unique pairs: it needs a node traversal over the pairs, not an edge traversal}}
+    %y = hector.reduce %x : !hector.value<edge, [4]> -> !hector.value<unique_dst, [4]>
+    hector.yield %y : !hector.value<unique_dst, [4]>
+  }
+}
+
+// -----
+
+hector.layer @l {
+  %h = hector.input "h" : !hector.value<edge, [4]>
+  %0:2 = hector.traversal node (%x = %h) : (!hector.value<edge, [4]>) -> (!hector.value<unique_src, [4]>, !hector.value<unique_dst, [4]>) {
+    %y = hector.reduce %x : !hector.value<edge, [4]> -> !hector.value<unique_src, [4]>
+    // expected-error @+1 {{'hector.reduce' op sums into '!hector.value<unique_dst, [4]>' rows; a traversal runs over the pairs of one space}}
+    %z = hector.reduce %x : !hector.value<edge, [4]> -> !hector.value<unique_dst, [4]>
+    hector.yield %y, %z : !hector.value<unique_src, [4]>, !hector.value<unique_dst, [4]>
+  }
+}
+
+// -----
+
+hector.layer @l {
+  %h = hector.input "h" : !hector.value<edge, [4]>
+  %0:2 = hector.traversal node (%x = %h) : (!hector.value<edge, [4]>) -> (!hector.value<unique_dst, [4]>, !hector.value<node, [4]>) {
+    %y = hector.reduce %x : !hector.value<edge, [4]> -> !hector.value<unique_dst, [4]>
+    // expected-error @+1 {{'hector.aggregate' op cannot be in a traversal over unique_dst pairs}}
+    %z = hector.aggregate sum %x by dst : !hector.value<edge, [4]> -> !hector.value<node, [4]>
+    hector.yield %y, %z : !hector.value<unique_dst, [4]>, !hector.value<node, [4]>
+  }
+}
+
+// -----
+
+hector.layer @l {
+  %h = hector.input "h" : !hector.value<edge, [4]>
+  %u = hector.input "u" : !hector.value<unique_dst, [4]>
+  // expected-error @+1 {{'hector.traversal' op over unique_dst pairs: every result must be a pair sum (hector.reduce into unique_dst)}}
+  %0:2 = hector.traversal node (%x = %h, %v = %u) : (!hector.value<edge, [4]>, !hector.value<unique_dst, [4]>) -> (!hector.value<unique_dst, [4]>, !hector.value<unique_dst, [4]>) {
+    %y = hector.reduce %x : !hector.value<edge, [4]> -> !hector.value<unique_dst, [4]>
+    %z = hector.neg %v : !hector.value<unique_dst, [4]>
+    hector.yield %y, %z : !hector.value<unique_dst, [4]>, !hector.value<unique_dst, [4]>
   }
 }
 

@@ -52,6 +52,37 @@ cudaError_t launchNodeTraversal(const tmpl::Csr<Index> &g, const F &f, cudaStrea
   return cudaGetLastError();
 }
 
+/// The CUDA form of cpu::pairTraversal: one thread per unique pair (grid-stride).
+template <typename F>
+__global__ void __launch_bounds__(kNodeTraversalThreads)
+    pairTraversalKernel(std::int64_t numPairs, const std::int64_t *ptr,
+                        const std::int64_t *rows, F f) {
+  for (std::int64_t u = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
+       u < numPairs; u += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const std::int64_t begin = ptr[u], end = ptr[u + 1];
+    typename F::State state;
+    f.begin(state, u);
+    for (std::int64_t j = begin; j < end; ++j)
+      f.edge(state, 0, tmpl::CsrEdge{rows ? rows[j] : j, -1, u});
+    f.endPass(state, 0, u, end - begin);
+    f.finish(state, u, end - begin);
+  }
+}
+
+/// Launches `pairTraversalKernel` over `numPairs` pairs on `stream`.
+template <typename F>
+cudaError_t launchPairTraversal(std::int64_t numPairs, const std::int64_t *ptr,
+                                const std::int64_t *rows, const F &f, cudaStream_t stream) {
+  if (numPairs == 0)
+    return cudaSuccess;
+  std::int64_t blocks = tmpl::ceilDiv<std::int64_t>(numPairs, kNodeTraversalThreads);
+  if (blocks > 65535)
+    blocks = 65535;
+  pairTraversalKernel<F>
+      <<<static_cast<unsigned>(blocks), kNodeTraversalThreads, 0, stream>>>(numPairs, ptr, rows, f);
+  return cudaGetLastError();
+}
+
 } // namespace gpu
 } // namespace emit
 } // namespace hector

@@ -13,6 +13,9 @@
 //
 // Every node is owned by one thread and its edges are visited in CSR order: deterministic.
 //
+// pairTraversal runs the same protocol over the unique pairs of a compacted space (one pass):
+// the sum of a pair's member edges is kept in registers, as a node's aggregates are.
+//
 //===----------------------------------------------------------------------===//
 #ifndef HECTOR_EMIT_NODE_TRAVERSAL_H
 #define HECTOR_EMIT_NODE_TRAVERSAL_H
@@ -41,6 +44,26 @@ void nodeTraversal(const tmpl::Csr<Index> &g, const F &f) {
       f.endPass(state, pass, v, end - begin);
     }
     f.finish(state, v, end - begin);
+  }
+}
+
+/// Runs `f` over the unique pairs of a compacted space, as over the nodes of a one-pass node
+/// traversal: pair u's member edges are the positions rows[j] for j in [ptr[u], ptr[u + 1])
+/// (the positions j themselves when `rows` is null), visited in that order with `node` = u
+/// and no neighbour (-1; the functor reads both ends from the edge), then `f.finish` writes
+/// the pair's row. Deterministic: every pair is owned by one thread.
+template <typename F>
+void pairTraversal(std::int64_t numPairs, const std::int64_t *ptr, const std::int64_t *rows,
+                   const F &f) {
+#pragma omp parallel for schedule(dynamic, 64)
+  for (std::int64_t u = 0; u < numPairs; ++u) {
+    const std::int64_t begin = ptr[u], end = ptr[u + 1];
+    typename F::State state;
+    f.begin(state, u);
+    for (std::int64_t j = begin; j < end; ++j)
+      f.edge(state, 0, tmpl::CsrEdge{rows ? rows[j] : j, -1, u});
+    f.endPass(state, 0, u, end - begin);
+    f.finish(state, u, end - begin);
   }
 }
 

@@ -469,6 +469,7 @@ FailureOr<WeightGradConfig> weightGradConfig(Operation *op, const LayerPlan &pla
 }
 
 int passesOf(TraversalOp op);
+std::optional<Space> pairSumSpaceOf(TraversalOp op);
 
 std::string kernelName(LayerPlan &plan, size_t index, Operation *op) {
   std::string base = identifier(plan.layer.getSymName()) + "_k" + std::to_string(index) + "_";
@@ -499,6 +500,8 @@ std::string kernelName(LayerPlan &plan, size_t index, Operation *op) {
   if (!isa<TraversalOp>(op))
     return base + "glue";
   auto traversal = cast<TraversalOp>(op);
+  if (pairSumSpaceOf(traversal))
+    return base + "pair_traversal_r" + std::to_string(traversal.getNumResults());
   return base + stringifyTraversalKind(traversal.getKind()).str() + "_traversal_p" +
          std::to_string(passesOf(traversal)) + "_r" + std::to_string(traversal.getNumResults());
 }
@@ -517,6 +520,17 @@ std::optional<Space> pairSpaceOf(TraversalOp op) {
   return first;
 }
 
+/// The unique-pair space a node traversal runs over instead of the nodes (its body sums edge
+/// rows into those pairs: hector.reduce ops that are pair sums), or std::nullopt.
+std::optional<Space> pairSumSpaceOf(TraversalOp op) {
+  if (op.getKind() != TraversalKind::Node)
+    return std::nullopt;
+  for (Operation &inner : op.getBodyRegion().front())
+    if (auto reduce = dyn_cast<ReduceOp>(inner); reduce && reduce.isPairSum())
+      return cast<ValueType>(reduce.getResult().getType()).getSpace();
+  return std::nullopt;
+}
+
 /// Checks that a traversal's body is printable.
 LogicalResult checkTraversal(TraversalOp op) {
   for (Operation &inner : op.getBodyRegion().front().without_terminator()) {
@@ -526,8 +540,8 @@ LogicalResult checkTraversal(TraversalOp op) {
     if (isa<AggregateOp>(inner) && op.getKind() == TraversalKind::Edge)
       return inner.emitError("an edge traversal cannot reduce into nodes");
   }
-  if (pairSpaceOf(op))
-    return success();
+  if (pairSpaceOf(op) || pairSumSpaceOf(op))
+    return success(); // the verifier checked the results' space
   for (Type type : op.getResultTypes()) {
     Space space = cast<ValueType>(type).getSpace();
     bool edge = isEdgeIndexed(space) && space != Space::UniqueSrc && space != Space::UniqueDst;
@@ -709,13 +723,15 @@ public:
       : op(op), name(name), os(os), body(op.getBodyRegion().front()) {
     nodeKind = op.getKind() == TraversalKind::Node;
     pairSpace = pairSpaceOf(op);
+    pairSums = pairSumSpaceOf(op);
     for (Operation &inner : body)
-      if (auto agg = dyn_cast<AggregateOp>(inner)) {
-        aggregateIndex[agg] = aggregates.size();
-        aggregates.push_back(agg);
-        by = agg.getBy();
+      if (isAccumulated(&inner)) {
+        aggregateIndex[&inner] = aggregates.size();
+        aggregates.push_back(&inner);
+        if (auto agg = dyn_cast<AggregateOp>(inner))
+          by = agg.getBy();
       }
-    for (AggregateOp agg : aggregates)
+    for (Operation *agg : aggregates)
       numPasses = std::max(numPasses, passOf(agg) + 1);
   }
 
@@ -730,8 +746,13 @@ public:
     for (unsigned i = 0; i < op.getNumResults(); ++i)
       os << "  T *out" << i << ";\n";
     os << "  const std::int64_t *etype, *ntype, *uinvSrc, *uinvDst, *inPtr, *outPtr;\n";
+    if (pairSums)
+      os << "  const std::int64_t *esrc, *edst;\n";
     return nodeKind ? printNode() : printEdge();
   }
+
+  /// The unique pairs a node traversal runs over (its body's pair sums), or std::nullopt.
+  std::optional<Space> pairSumSpace() const { return pairSums; }
 
 private:
   TraversalOp op;
@@ -742,8 +763,12 @@ private:
   /// An edge traversal over the unique pairs of this space (e is the pair's row, src = dst its
   /// node).
   std::optional<Space> pairSpace;
+  /// A node traversal over the unique pairs of this space (v is the pair's row, e its member
+  /// edge; src and dst are read from the edge).
+  std::optional<Space> pairSums;
   EdgeEnd by = EdgeEnd::Dst;
-  SmallVector<AggregateOp> aggregates;
+  /// The reductions kept in registers: hector.aggregate ops, or the pair sums.
+  SmallVector<Operation *> aggregates;
   llvm::DenseMap<Operation *, unsigned> aggregateIndex;
   llvm::DenseMap<Operation *, int> passMemo;
   int numPasses = 0;
@@ -756,8 +781,15 @@ private:
   unsigned counter = 0;
   bool failedScope = false;
 
+  /// Whether `op` accumulates over the edges of the traversal's node or pair.
+  static bool isAccumulated(Operation *op) {
+    if (auto reduce = dyn_cast_or_null<ReduceOp>(op))
+      return reduce.isPairSum();
+    return isa_and_nonnull<AggregateOp>(op);
+  }
+
   /// 1 + the latest pass of the aggregates `agg`'s operand depends on (0 when none).
-  int passOf(AggregateOp agg) {
+  int passOf(Operation *agg) {
     auto it = passMemo.find(agg);
     if (it != passMemo.end())
       return it->second;
@@ -769,14 +801,14 @@ private:
       Operation *def = v.getDefiningOp();
       if (!def)
         return;
-      if (auto dep = dyn_cast<AggregateOp>(def)) {
-        pass = std::max(pass, passOf(dep) + 1);
+      if (isAccumulated(def)) {
+        pass = std::max(pass, passOf(def) + 1);
         return;
       }
       for (Value operand : def->getOperands())
         walk(operand);
     };
-    walk(agg.getInput());
+    walk(agg->getOperand(0));
     passMemo[agg] = pass;
     return pass;
   }
@@ -863,13 +895,13 @@ private:
       return eval(gather.getInput(), gather.getSide() == EdgeEnd::Src ? srcVar : dstVar);
     if (isa<SplitHeadsOp, MergeHeadsOp>(def))
       return eval(def->getOperand(0), ctx);
-    if (auto agg = dyn_cast<AggregateOp>(def)) {
-      if (ctx != "v" || passOf(agg) >= readablePasses) {
-        agg.emitError("this reduction is read where its value is not available in the "
-                      "traversal (it must be materialised by the lowering)");
+    if (isAccumulated(def)) {
+      if (ctx != "v" || passOf(def) >= readablePasses) {
+        def->emitError("this reduction is read where its value is not available in the "
+                       "traversal (it must be materialised by the lowering)");
         failedScope = true;
       }
-      return "s.g" + std::to_string(aggregateIndex.lookup(agg));
+      return "s.g" + std::to_string(aggregateIndex.lookup(def));
     }
     std::string name = fresh();
     if (auto constant = dyn_cast<ConstantOp>(def)) {
@@ -992,10 +1024,11 @@ private:
     return name;
   }
 
-  static std::string reduceOp(AggregateOp agg) {
-    const char *kind = agg.getKind() == AggregateKind::Sum    ? "kSum"
-                       : agg.getKind() == AggregateKind::Mean ? "kMean"
-                                                              : "kMax";
+  static std::string reduceOp(Operation *op) {
+    auto agg = dyn_cast<AggregateOp>(op);
+    const char *kind = !agg || agg.getKind() == AggregateKind::Sum ? "kSum"
+                       : agg.getKind() == AggregateKind::Mean      ? "kMean"
+                                                                   : "kMax";
     return std::string("::hector::tmpl::ReduceOp<::hector::tmpl::Reduce::") + kind + ", T>";
   }
 
@@ -1022,27 +1055,36 @@ private:
   LogicalResult printNode() {
     os << "  struct State {\n";
     for (auto [i, agg] : llvm::enumerate(aggregates))
-      os << "    T g" << i << "[" << sizeOf(agg.getResult()) << "];\n";
+      os << "    T g" << i << "[" << sizeOf(agg->getResult(0)) << "];\n";
     os << "  };\n";
     os << "  HECTOR_HD void begin(State &s, std::int64_t v) const {\n    (void)s;\n    (void)v;\n";
     for (auto [i, agg] : llvm::enumerate(aggregates))
-      os << "    for (std::int64_t i = 0; i < " << sizeOf(agg.getResult()) << "; ++i)\n"
+      os << "    for (std::int64_t i = 0; i < " << sizeOf(agg->getResult(0)) << "; ++i)\n"
          << "      s.g" << i << "[i] = " << reduceOp(agg) << "::identity();\n";
     os << "  }\n";
 
     bool bySrc = by == EdgeEnd::Src;
-    os << "  HECTOR_HD void edge(State &s, int pass, const ::hector::tmpl::CsrEdge &ce) const {\n"
-       << "    const std::int64_t e = ce.edge, v = ce.node, nbr = ce.nbr, rel = etype[e];\n"
-       << "    (void)s;\n    (void)pass;\n    (void)e;\n    (void)v;\n    (void)nbr;\n"
-       << "    (void)rel;\n";
+    os << "  HECTOR_HD void edge(State &s, int pass, const ::hector::tmpl::CsrEdge &ce) const {\n";
+    if (pairSums)
+      os << "    const std::int64_t e = ce.edge, v = ce.node, rel = etype[e], src = esrc[e],\n"
+         << "                       dst = edst[e];\n"
+         << "    (void)s;\n    (void)pass;\n    (void)v;\n    (void)rel;\n    (void)src;\n"
+         << "    (void)dst;\n";
+    else
+      os << "    const std::int64_t e = ce.edge, v = ce.node, nbr = ce.nbr, rel = etype[e];\n"
+         << "    (void)s;\n    (void)pass;\n    (void)e;\n    (void)v;\n    (void)nbr;\n"
+         << "    (void)rel;\n";
     for (int pass = 0; pass < numPasses; ++pass) {
       os << "    if (pass == " << pass << ") {\n";
-      beginScope(bySrc ? "v" : "nbr", bySrc ? "nbr" : "v", "      ", pass);
+      if (pairSums)
+        beginScope("src", "dst", "      ", pass);
+      else
+        beginScope(bySrc ? "v" : "nbr", bySrc ? "nbr" : "v", "      ", pass);
       for (auto [i, agg] : llvm::enumerate(aggregates)) {
         if (passOf(agg) != pass)
           continue;
-        std::string a = eval(agg.getInput(), "e");
-        os << loop(sizeOf(agg.getResult())) << indent << "  s.g" << i << "[i] = "
+        std::string a = eval(agg->getOperand(0), "e");
+        os << loop(sizeOf(agg->getResult(0))) << indent << "  s.g" << i << "[i] = "
            << reduceOp(agg) << "::combine(s.g" << i << "[i], " << a << "[i]);\n";
       }
       os << "    }\n";
@@ -1053,7 +1095,7 @@ private:
           "const {\n    (void)s;\n    (void)pass;\n    (void)v;\n    (void)degree;\n";
     for (auto [i, agg] : llvm::enumerate(aggregates))
       os << "    if (pass == " << passOf(agg) << ")\n"
-         << "      for (std::int64_t i = 0; i < " << sizeOf(agg.getResult()) << "; ++i)\n"
+         << "      for (std::int64_t i = 0; i < " << sizeOf(agg->getResult(0)) << "; ++i)\n"
          << "        s.g" << i << "[i] = " << reduceOp(agg) << "::finish(s.g" << i
          << "[i], degree);\n";
     os << "  }\n";
@@ -1132,6 +1174,8 @@ void printFunctorSetup(const Kernel &kernel, llvm::raw_ostream &os) {
   os << "  f.etype = g.sortedEtype;\n  f.ntype = g.ntype;\n"
      << "  f.uinvSrc = g.uniqueSrcInv;\n  f.uinvDst = g.uniqueDstInv;\n"
      << "  f.inPtr = g.inPtr;\n  f.outPtr = g.outPtr;\n";
+  if (pairSumSpaceOf(traversal))
+    os << "  f.esrc = g.sortedSrc;\n  f.edst = g.sortedDst;\n";
 }
 
 /// Prints the kernels of one layer for the CPU (`cuda` false) or CUDA.
@@ -1213,12 +1257,21 @@ LogicalResult printKernels(LayerPlan &plan, bool cuda, llvm::raw_ostream &os) {
       std::string edges = "g.sortedEdges()";
       if (std::optional<Space> pairs = pairSpaceOf(traversal))
         edges = *pairs == Space::UniqueSrc ? "g.uniqueSrcPairs()" : "g.uniqueDstPairs()";
+      // A node traversal over unique pairs: their count, member offsets and members (edge
+      // positions; those of a unique_dst pair are contiguous).
+      std::string pairs;
+      if (std::optional<Space> space = printer.pairSumSpace())
+        pairs = *space == Space::UniqueSrc
+                    ? "g.numUniqueSrc, g.uniqueSrcEdgePtr, g.uniqueSrcEdges"
+                    : "g.numUniqueDst, g.uniqueDstEdgePtr, nullptr";
       if (!cuda) {
         os << "template <typename T> void " << kernel.name << "(" << kKernelParams << ") {\n"
            << "  (void)aux;\n";
         printFunctorSetup(kernel, os);
         if (edge)
           os << "  ::hector::tmpl::cpu::edgeMap(" << edges << ", f);\n}\n\n";
+        else if (!pairs.empty())
+          os << "  ::hector::emit::cpu::pairTraversal(" << pairs << ", f);\n}\n\n";
         else
           os << "  ::hector::emit::cpu::nodeTraversal<" << printer.passes() << ">(" << csr
              << ", f);\n}\n\n";
@@ -1231,6 +1284,9 @@ LogicalResult printKernels(LayerPlan &plan, bool cuda, llvm::raw_ostream &os) {
         printFunctorSetup(kernel, os);
         if (edge)
           os << "  return ::hector::tmpl::gpu::launchEdgeMap(" << edges
+             << ", f, stream);\n}\n\n";
+        else if (!pairs.empty())
+          os << "  return ::hector::emit::gpu::launchPairTraversal(" << pairs
              << ", f, stream);\n}\n\n";
         else
           os << "  return ::hector::emit::gpu::launchNodeTraversal<" << printer.passes() << ">("

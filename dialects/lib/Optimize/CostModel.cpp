@@ -132,14 +132,15 @@ static bool isWeightLike(Value value) {
 
 /// Whether `user` reads `value` as a kernel operand that the lowering materialises: a GEMM's
 /// input, a weight gradient's operand, or the input of a reduction across rows (each is its own
-/// kernel; only a plain gather of a table is fused into it).
+/// kernel; only a plain gather of a table is fused into it). A pair sum's input is computed in
+/// the node traversal over the pairs that sums it.
 static bool readAsKernelOperand(Operation *user, Value value) {
   if (auto linear = dyn_cast<LinearOp>(user))
     return linear.getInput() == value;
   if (isa<WeightGradOp>(user))
     return true;
   if (auto reduce = dyn_cast<ReduceOp>(user))
-    return !reduce.isRowLocal();
+    return !reduce.isRowLocal() && !reduce.isPairSum();
   return false;
 }
 

@@ -11,6 +11,12 @@
 // top level too, on the R, T or 1 rows of its space, together with the weight-space values it
 // reads.
 //
+// A hector.reduce of edge rows into unique pairs (a pair sum) whose input is computed inside a
+// traversal becomes the root of a node traversal over the pairs: each pair's edge rows are
+// computed and summed in registers, so the E-row input is never stored (RGCN's reordered
+// `sum_j norm * x_j` per (destination, relation) pair). A pair sum of a stored value stays a
+// kernel of its own (the template's segmented row sum).
+//
 //===----------------------------------------------------------------------===//
 #include "hector/Transforms/Passes.h"
 
@@ -38,19 +44,26 @@ namespace {
 /// maximum before it writes any edge row).
 bool isTraversalBodyOp(Operation *op) {
   if (auto reduce = dyn_cast<ReduceOp>(op))
-    return reduce.isRowLocal();
+    return reduce.isRowLocal() || reduce.isPairSum();
   if (auto grad = dyn_cast<AggregateGradOp>(op))
     return grad.getKind() != AggregateKind::Max;
   return op->hasTrait<hector::OpTrait::TraversalBody>() && !isa<SoftmaxOp>(op);
 }
 
-/// The kind of kernel a materialised value is computed by, and for node traversals the end of
-/// the edges it reduces over.
+/// Whether `op` is a pair sum (see the file comment).
+bool isPairSum(Operation *op) {
+  auto reduce = dyn_cast_or_null<ReduceOp>(op);
+  return reduce && reduce.isPairSum();
+}
+
+/// The kind of kernel a materialised value is computed by, for node traversals the end of the
+/// edges it reduces over, and for node traversals over unique pairs their space.
 struct KernelKey {
   TraversalKind kind;
   EdgeEnd by;
+  std::optional<Space> pairs = std::nullopt;
   bool operator==(const KernelKey &other) const {
-    return kind == other.kind && by == other.by;
+    return kind == other.kind && by == other.by && pairs == other.pairs;
   }
 };
 
@@ -80,10 +93,13 @@ private:
 
   /// Elementwise ops on relation, node-type or unsliced rows kept at the top level.
   llvm::DenseSet<Operation *> weightSpaceOps;
+  /// Pair sums of stored values, kept as segmented row sums at the top level.
+  llvm::DenseSet<Operation *> rowSums;
 
   /// Ops that traversals fuse.
   bool isFusible(Operation *op) const {
-    return isTraversalBodyOp(op) && !gathers.contains(op) && !weightSpaceOps.contains(op);
+    return isTraversalBodyOp(op) && !gathers.contains(op) && !weightSpaceOps.contains(op) &&
+           !rowSums.contains(op);
   }
 
   /// Whether `value` is a value in `relation`, `ntype` or `none` space (one row per slice).
@@ -242,6 +258,8 @@ private:
 
   /// The kernel a root value is computed by.
   KernelKey keyOf(Value root) {
+    if (isPairSum(root.getDefiningOp()))
+      return {TraversalKind::Node, EdgeEnd::Dst, cast<ValueType>(root.getType()).getSpace()};
     if (!isEdgeIndexed(cast<ValueType>(root.getType()).getSpace()))
       for (Value v : treeValues(root))
         if (auto agg = dyn_cast<AggregateOp>(v.getDefiningOp()))
@@ -265,15 +283,19 @@ private:
   }
 
   /// Seeds the materialised set with every fusible value a top-level op reads (GEMM and
-  /// weight-gradient operands, reductions into other rows, outputs), then applies the rules of
-  /// the pass description until nothing changes.
+  /// weight-gradient operands, reductions into other rows, outputs) and every pair sum, then
+  /// applies the rules of the pass description until nothing changes. A pair sum whose input
+  /// is then stored (or is not computed in a traversal) is left to the segmented row sum.
   LogicalResult decideMaterialised() {
     for (Operation &op : body()) {
       if (auto unique = dyn_cast<UniqueGatherOp>(op); unique && !gathers.contains(unique))
         return unique.emitError("hector.unique_gather is lowered only as the gather of a "
                                 "hector.linear's input or a hector.weight_grad's operand");
-      if (isFusible(&op))
+      if (isFusible(&op)) {
+        if (isPairSum(&op))
+          materialise(op.getResult(0));
         continue;
+      }
       for (Value operand : op.getOperands())
         materialise(operand);
     }
@@ -302,9 +324,10 @@ private:
           // node traversal) is stored rather than recomputed.
           if (edge && edgeWorkIsExpensive(v) && (kernels[v] > 1 || !v.hasOneUse()))
             changed |= materialise(v);
-          // Aggregates of a node traversal all reduce over the same end of the edges.
+          // Aggregates of a node traversal all reduce over the same end of the edges (and a
+          // traversal over unique pairs holds none).
           if (auto agg = dyn_cast<AggregateOp>(def))
-            if (key.kind == TraversalKind::Edge || agg.getBy() != key.by)
+            if (key.kind == TraversalKind::Edge || key.pairs || agg.getBy() != key.by)
               changed |= materialise(v);
           // A node value read through an edge end: registers hold it only at the node the
           // traversal reduces into; elsewhere a reduction or an inner product is stored.
@@ -318,11 +341,18 @@ private:
             end = EdgeEnd::Dst;
           }
           if (node && isInlined(node)) {
-            bool inRegisters = key.kind == TraversalKind::Node && end == key.by;
+            bool inRegisters = key.kind == TraversalKind::Node && !key.pairs && end == key.by;
             if (treeHas(node, isExpensive) && !inRegisters)
               changed |= materialise(node);
           }
         }
+      }
+    }
+    for (Value root : SmallVector<Value>(materialised.begin(), materialised.end())) {
+      Operation *def = root.getDefiningOp();
+      if (isPairSum(def) && !isInlined(def->getOperand(0))) {
+        rowSums.insert(def);
+        materialised.remove(root);
       }
     }
     for (Value root : materialised) {

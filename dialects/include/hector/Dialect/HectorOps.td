@@ -587,6 +587,10 @@ def Hector_ReduceOp : Hector_Op<"reduce", [Pure]> {
     /// result in the input's space, or `src`/`dst` rows into `edge`): only trailing dimensions
     /// are summed, so the op may live in a traversal body.
     bool isRowLocal();
+    /// Whether this sums the member edges of every unique pair (`src`, `dst` or `edge` rows
+    /// into `unique_src` or `unique_dst` rows, no trailing dimension summed): a node traversal
+    /// over the pairs may hold it (the pair's sum kept in registers).
+    bool isPairSum();
   }];
 }
 
@@ -816,6 +820,12 @@ def Hector_TraversalOp : Hector_Op<"traversal", [
     order and of the same types; the body holds only graph-access, elementwise, dot, concat,
     head, aggregate and softmax ops (softmax only in node traversals) and ends with
     `hector.yield`, whose operands become the results.
+
+    A node traversal whose results are all `unique_src` (or all `unique_dst`) rows runs over
+    those unique pairs instead of the nodes: each pair's member edges are visited in turn, and
+    the body's `hector.reduce` ops into that pair space (pair sums) accumulate in registers,
+    as aggregates do over a node's edges. Such a traversal holds no `hector.aggregate`, and
+    only pair sums produce its results.
 
     Example:
 
