@@ -23,6 +23,7 @@
 #include <mutex>
 #include <numeric>
 #include <set>
+#include <sstream>
 #include <stdexcept>
 #include <variant>
 
@@ -358,14 +359,39 @@ std::vector<LayerManifest> loadLibrary(const std::string &path) {
     return it->second;
 
   std::set<std::string> before = layerNamespaces();
-  if (!dlopen(key.c_str(), RTLD_NOW | RTLD_GLOBAL)) {
+  void *handle = dlopen(key.c_str(), RTLD_NOW | RTLD_GLOBAL);
+  if (!handle) {
     const char *err = dlerror();
     throw std::runtime_error("hector::loadLibrary: cannot load " + path + ": " +
                              (err ? err : "unknown error"));
   }
+  std::set<std::string> after = layerNamespaces();
+  // The namespaces the library registers itself; those registered before it came from another
+  // file (its registration left them out rather than end the process).
+  static std::map<std::string, std::string> owners;
+  std::string taken, where;
+  if (auto own = reinterpret_cast<const char *(*)()>(dlsym(handle, "hector_library_namespaces"))) {
+    std::stringstream list(own());
+    std::set<std::string> places;
+    for (std::string ns; std::getline(list, ns, ',');)
+      if (!ns.empty() && before.count(ns)) {
+        taken += (taken.empty() ? "" : ", ") + ns;
+        auto owner = owners.find(ns);
+        places.insert(owner == owners.end() ? "another library" : owner->second);
+      }
+    for (const std::string &place : places)
+      where += (where.empty() ? "" : ", ") + place;
+  }
+  if (!taken.empty())
+    throw std::runtime_error("hector::loadLibrary: " + path + " registers layers (operator "
+                             "namespaces " + taken + ") that are already loaded in this process "
+                             "from " + where + ": the same model built for the same target by "
+                             "hectorc. PyTorch cannot replace loaded operators; load that file "
+                             "instead, or this one in a new process");
   std::vector<LayerManifest> layers;
-  for (const std::string &ns : layerNamespaces())
+  for (const std::string &ns : after)
     if (!before.count(ns)) {
+      owners[ns] = key;
       const LayerManifest &manifest = manifestOf(ns);
       // Backward layers, inference copies and variants are run by applyLayer only.
       if (manifest.forward.empty() && manifest.inferenceOf.empty() && manifest.variantOf.empty())
@@ -373,8 +399,7 @@ std::vector<LayerManifest> loadLibrary(const std::string &path) {
     }
   if (layers.empty())
     throw std::runtime_error("hector::loadLibrary: " + path +
-                             " registers no hector layer (not built by hectorc, or already "
-                             "loaded from another path)");
+                             " registers no hector layer (not built by hectorc)");
   std::stable_sort(layers.begin(), layers.end(), [](const LayerManifest &a,
                                                     const LayerManifest &b) {
     return a.entry > b.entry;

@@ -241,3 +241,21 @@ def test_bad_inputs_raise_clear_errors(compile_model):
     other = RGCN(num_relations=g.num_relations + 1, num_ntypes=g.num_ntypes)
     with pytest.raises(ValueError, match="relations"):
         other(graph, x.float(), norm.float())
+
+
+def test_the_same_library_from_a_second_file_is_a_clear_error(compiled_library, tmp_path):
+    """PyTorch cannot register an operator namespace twice; a copy of a loaded library (its
+    namespaces taken) is reported by hector.load instead of ending the process, and the first
+    stays usable."""
+    import shutil
+
+    first = compiled_library("rgcn", "in=5", "out=3")
+    RGCN = hector.load(first)
+    copy = tmp_path / "copy.so"
+    shutil.copyfile(first, copy)
+    with pytest.raises(RuntimeError, match=r"copy\.so registers layers .*hector_rgcn_.* already "
+                                           r"loaded in this process from .*rgcn\.so"):
+        hector.load(copy)
+    assert hector.load(first) is not None
+    layer = RGCN(num_relations=2)
+    assert layer.variants()

@@ -592,12 +592,14 @@ LogicalResult checkGlueOp(Operation *op) {
   return success();
 }
 
-FailureOr<LayerPlan> planLayer(LayerOp layer) {
+/// `moduleHash`: a hash of the whole module and the target (see planModule).
+FailureOr<LayerPlan> planLayer(LayerOp layer, uint64_t moduleHash) {
   LayerPlan plan;
   plan.layer = layer;
   std::string text;
   llvm::raw_string_ostream textStream(text);
   layer->print(textStream, OpPrintingFlags().printGenericOpForm());
+  text += "\n" + llvm::utohexstr(moduleHash);
   plan.id = identifier(layer.getSymName()) + "_" +
             llvm::utohexstr(llvm::xxh3_64bits(text), /*LowerCase=*/true).substr(0, 8);
   for (Operation &op : layer.getBodyRegion().front()) {
@@ -673,10 +675,19 @@ FailureOr<LayerPlan> planLayer(LayerOp layer) {
   return plan;
 }
 
-FailureOr<std::vector<LayerPlan>> planModule(ModuleOp module, StringRef entryName) {
+/// Plans every layer of `module`. Each layer's operator namespace hashes its own IR, the whole
+/// module's and the target (`cuda`): libraries that differ in any layer (another variant, another
+/// backward) or in their target never share a namespace, so they load into one process side by
+/// side.
+FailureOr<std::vector<LayerPlan>> planModule(ModuleOp module, StringRef entryName, bool cuda) {
+  std::string moduleText;
+  llvm::raw_string_ostream moduleStream(moduleText);
+  module->print(moduleStream, OpPrintingFlags().printGenericOpForm());
+  moduleText += cuda ? "\ncuda" : "\ncpu";
+  uint64_t moduleHash = llvm::xxh3_64bits(moduleText);
   std::vector<LayerPlan> plans;
   for (LayerOp layer : module.getOps<LayerOp>()) {
-    FailureOr<LayerPlan> plan = planLayer(layer);
+    FailureOr<LayerPlan> plan = planLayer(layer, moduleHash);
     if (failed(plan))
       return failure();
     plans.push_back(std::move(*plan));
@@ -1867,16 +1878,62 @@ void printGlue(LayerPlan &plan, bool cuda, llvm::raw_ostream &os) {
      << "  return run<float>(graph, inputs, weights);\n}\n\n";
   os << "} // namespace " << op << "\n\n";
 
-  os << "TORCH_LIBRARY(" << op << ", m) {\n"
-     << "  m.def(\"manifest() -> str\", &" << op << "::manifest);\n"
+  // Registered by the library's HectorRegistration (printRegistration).
+  os << "namespace " << op << " {\n"
+     << "void define(torch::Library &m) {\n"
+     << "  m.def(\"manifest() -> str\", &manifest);\n"
      << "  m.def(\"forward(Tensor[] graph, int[] graph_sizes, Tensor[] inputs, Tensor[] weights) "
-        "-> Tensor[]\");\n}\n\n"
-     << "TORCH_LIBRARY_IMPL(" << op << ", CPU, m) { m.impl(\"forward\", &" << op
-     << "::forward); }\n";
+        "-> Tensor[]\");\n}\n"
+     << "void implement(torch::Library &m) { m.impl(\"forward\", &forward); }\n"
+     << "} // namespace " << op << "\n\n";
+}
+
+/// Prints the registration of every layer's operators when the library is loaded, and
+/// `hector_library_namespaces()`, the namespaces it registers. A namespace already registered in
+/// the process (the same library loaded from another file) makes PyTorch throw; the static
+/// initialiser catches that, leaves that layer unregistered (undoing its partial registration)
+/// and lets the loader report it, where TORCH_LIBRARY would end the process.
+void printRegistration(const std::vector<LayerPlan> &plans, bool cuda, llvm::raw_ostream &os) {
+  os << "namespace {\n"
+     << "struct HectorRegistration {\n"
+     << "  std::vector<std::unique_ptr<torch::Library>> libraries;\n"
+     << "  HectorRegistration() {\n";
+  for (const LayerPlan &plan : plans)
+    os << "    add(\"hector_" << plan.id << "\", &hector_" << plan.id << "::define, &hector_"
+       << plan.id << "::implement);\n";
+  os << "  }\n"
+     << "  ~HectorRegistration() {\n"
+     << "    while (!libraries.empty())\n      libraries.pop_back();\n  }\n"
+     << "  void add(const char *ns, void (*define)(torch::Library &),\n"
+     << "           void (*implement)(torch::Library &)) {\n"
+     << "    std::vector<std::unique_ptr<torch::Library>> layer;\n"
+     << "    try {\n"
+     << "      layer.push_back(std::make_unique<torch::Library>(torch::Library::DEF, ns, "
+        "std::nullopt, __FILE__, __LINE__));\n"
+     << "      define(*layer.back());\n"
+     << "      layer.push_back(std::make_unique<torch::Library>(torch::Library::IMPL, ns, "
+        "c10::DispatchKey::CPU, __FILE__, __LINE__));\n"
+     << "      implement(*layer.back());\n";
   if (cuda)
-    os << "#ifdef HECTOR_WITH_CUDA\nTORCH_LIBRARY_IMPL(" << op << ", CUDA, m) { m.impl(\"forward\", &"
-       << op << "::forward); }\n#endif\n";
-  os << "\n";
+    os << "#ifdef HECTOR_WITH_CUDA\n"
+       << "      layer.push_back(std::make_unique<torch::Library>(torch::Library::IMPL, ns, "
+          "c10::DispatchKey::CUDA, __FILE__, __LINE__));\n"
+       << "      implement(*layer.back());\n"
+       << "#endif\n";
+  os << "    } catch (const std::exception &) {\n"
+     << "      // Already registered: hector.load / hector::loadLibrary report the namespace.\n"
+     << "      while (!layer.empty())\n        layer.pop_back();\n"
+     << "      return;\n    }\n"
+     << "    for (auto &library : layer)\n      libraries.push_back(std::move(library));\n"
+     << "  }\n};\n"
+     << "const HectorRegistration registration;\n"
+     << "} // namespace\n\n"
+     << "/// The operator namespaces this library registers, comma-separated.\n"
+     << "extern \"C\" __attribute__((visibility(\"default\"))) const char *"
+        "hector_library_namespaces() {\n  return \"";
+  for (auto [i, plan] : llvm::enumerate(plans))
+    os << (i ? "," : "") << "hector_" << plan.id;
+  os << "\";\n}\n";
 }
 
 } // namespace
@@ -1912,7 +1969,7 @@ FailureOr<std::string> libraryNameOf(ModuleOp module, const EmitOptions &options
 }
 
 LogicalResult emitCpp(ModuleOp module, const EmitOptions &options, llvm::raw_ostream &os) {
-  FailureOr<std::vector<LayerPlan>> plans = planModule(module, options.entry);
+  FailureOr<std::vector<LayerPlan>> plans = planModule(module, options.entry, options.cuda);
   if (failed(plans))
     return failure();
   os << "// model.cpp: CPU kernels and LibTorch glue, generated by hectorc from the Hector IR.\n"
@@ -1927,8 +1984,8 @@ LogicalResult emitCpp(ModuleOp module, const EmitOptions &options, llvm::raw_ost
   if (options.cuda)
     os << "#ifdef HECTOR_WITH_CUDA\n#include <c10/cuda/CUDAGuard.h>\n"
        << "#include <c10/cuda/CUDAStream.h>\n#include <cuda_runtime_api.h>\n#endif\n";
-  os << "\n#include <cstddef>\n#include <cstdint>\n#include <optional>\n#include <string>\n"
-     << "#include <vector>\n\n";
+  os << "\n#include <cstddef>\n#include <cstdint>\n#include <exception>\n#include <memory>\n"
+     << "#include <optional>\n#include <string>\n#include <vector>\n\n";
   for (LayerPlan &plan : *plans) {
     os << "namespace hector_" << plan.id << " {\nnamespace cpu {\n\n";
     if (failed(printKernels(plan, /*cuda=*/false, os)))
@@ -1936,12 +1993,12 @@ LogicalResult emitCpp(ModuleOp module, const EmitOptions &options, llvm::raw_ost
     os << "} // namespace cpu\n} // namespace hector_" << plan.id << "\n\n";
     printGlue(plan, options.cuda, os);
   }
+  printRegistration(*plans, options.cuda, os);
   return success();
 }
 
 LogicalResult emitCuda(ModuleOp module, const EmitOptions &options, llvm::raw_ostream &os) {
-  (void)options;
-  FailureOr<std::vector<LayerPlan>> plans = planModule(module, options.entry);
+  FailureOr<std::vector<LayerPlan>> plans = planModule(module, options.entry, options.cuda);
   if (failed(plans))
     return failure();
   os << "// model_cuda.cu: CUDA kernels, generated by hectorc from the Hector IR. No LibTorch:\n"
@@ -1963,7 +2020,8 @@ LogicalResult emitCuda(ModuleOp module, const EmitOptions &options, llvm::raw_os
 
 LogicalResult emitManifest(LayerOp layer, const EmitOptions &options, llvm::raw_ostream &os) {
   auto module = layer->getParentOfType<ModuleOp>();
-  FailureOr<std::vector<LayerPlan>> plans = planModule(module, layer.getSymName());
+  FailureOr<std::vector<LayerPlan>> plans =
+      planModule(module, layer.getSymName(), options.cuda);
   if (failed(plans))
     return failure();
   for (LayerPlan &plan : *plans)

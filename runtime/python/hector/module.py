@@ -18,6 +18,7 @@ sub-layers (``conv1.W``) live in submodules, so ``state_dict()`` keys read ``con
 """
 from __future__ import annotations
 
+import ctypes
 import json
 import math
 import os
@@ -28,11 +29,23 @@ import torch
 from ._native import load_runtime
 
 _libraries: dict[str, dict[str, dict]] = {}   # resolved path -> {layer name -> manifest}
+_namespace_paths: dict[str, str] = {}          # operator namespace -> the library that registered it
 
 
 def _registered_manifest_namespaces() -> set[str]:
     return {s.name.split("::")[0] for s in torch._C._jit_get_all_schemas()
             if s.name.startswith("hector_") and s.name.endswith("::manifest")}
+
+
+def _library_namespaces(path: str) -> list[str]:
+    """The operator namespaces a loaded library built by hectorc registers (its exported
+    ``hector_library_namespaces()``); empty for a library without that function."""
+    try:
+        function = ctypes.CDLL(path).hector_library_namespaces
+    except (OSError, AttributeError):
+        return []
+    function.restype = ctypes.c_char_p
+    return [ns for ns in function().decode().split(",") if ns]
 
 
 def _load_library(path) -> dict[str, dict]:
@@ -45,10 +58,20 @@ def _load_library(path) -> dict[str, dict]:
         before = _registered_manifest_namespaces()
         torch.ops.load_library(key)
         new = sorted(_registered_manifest_namespaces() - before)
+        own = _library_namespaces(key)
+        taken = sorted(set(own) - set(new))
+        if taken:
+            where = sorted({_namespace_paths.get(ns, "another library") for ns in taken})
+            raise RuntimeError(
+                f"hector.load: {path} registers layers (operator namespaces {', '.join(taken)}) "
+                f"that are already loaded in this process from {', '.join(where)}: the same "
+                "model built for the same target by hectorc. PyTorch cannot replace loaded "
+                "operators; load that file instead, or this one in a new process")
         if not new:
             raise RuntimeError(
-                f"hector.load: {path} registers no hector layer (not a library built by hectorc, "
-                "or a library with the same layer names is already loaded)")
+                f"hector.load: {path} registers no hector layer (not a library built by hectorc)")
+        for ns in new:
+            _namespace_paths[ns] = key
         manifests = {}
         for ns in new:
             manifest = json.loads(getattr(torch.ops, ns).manifest())
