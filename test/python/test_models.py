@@ -259,3 +259,23 @@ def test_the_same_library_from_a_second_file_is_a_clear_error(compiled_library, 
     assert hector.load(first) is not None
     layer = RGCN(num_relations=2)
     assert layer.variants()
+
+
+def test_kernels_are_profiler_events(compile_model):
+    """Every emitted kernel call is a torch.profiler event named after the kernel, forward and
+    backward, so a profile shows where a compiled layer spends its time."""
+    from torch.profiler import ProfilerActivity, profile
+
+    RGCN = compile_model("rgcn", "in=5", "out=3")
+    g = awkward_graph()
+    graph = make_graph(g)
+    layer = RGCN(num_relations=g.num_relations, num_ntypes=g.num_ntypes)
+    layer.variant = "none"
+    x = torch.randn(g.num_nodes, 5, requires_grad=True)
+    norm = torch.ones(graph.num_edges)
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        layer(graph, x, norm).sum().backward()
+    names = {event.name for event in prof.events()}
+    assert any(n.startswith("rgcn_k") and "_gemm_relation_gsrc" in n for n in names), names
+    assert any(n.startswith("rgcn_k") and "_node_traversal" in n for n in names), names
+    assert any(n.startswith("rgcn_backward_k") and n.endswith("_wgrad") for n in names), names

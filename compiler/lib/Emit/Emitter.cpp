@@ -1774,7 +1774,9 @@ void printGlue(LayerPlan &plan, bool cuda, llvm::raw_ostream &os) {
         aux.push_back(gather);
       }
     }
-    os << "  {\n    const T *in_[] = {";
+    // Each kernel is a torch.profiler event (a flag test when no profiler is active).
+    os << "  {\n    RECORD_FUNCTION(\"" << kernel.name
+       << "\", std::vector<c10::IValue>());\n    const T *in_[] = {";
     for (const std::string &name : ins)
       os << name << ".data_ptr<T>(), ";
     os << "nullptr};\n    T *out_[] = {";
@@ -1980,7 +1982,8 @@ LogicalResult emitCpp(ModuleOp module, const EmitOptions &options, llvm::raw_ost
      << "#include \"hector/emit/graph_view.h\"\n"
      << "#include \"hector/emit/node_traversal.h\"\n"
      << "#include \"hector/graph.h\"\n\n"
-     << "#include <ATen/ATen.h>\n#include <torch/library.h>\n";
+     << "#include <ATen/ATen.h>\n#include <ATen/record_function.h>\n"
+     << "#include <torch/library.h>\n";
   if (options.cuda)
     os << "#ifdef HECTOR_WITH_CUDA\n#include <c10/cuda/CUDAGuard.h>\n"
        << "#include <c10/cuda/CUDAStream.h>\n#include <cuda_runtime_api.h>\n#endif\n";
