@@ -68,7 +68,7 @@
 // HGT: hector.gemm %{{[0-9]+}}, %A segment ntype gather none scatter store transpose_b : !hector.value<node, [64]>, !hector.weight<ntype, [64, 64]> -> !hector.value<node, [64]>
 // HGT: hector.weight_grad %{{[0-9]+}}, %{{[0-9]+}} : !hector.value<node, [64]>, !hector.value<node, [64]> -> !hector.weight<ntype, [64, 64]>
 // HGT: %[[VS:[0-9]+]] = hector.src %saved.2 : !hector.value<node, [4h, 16]> -> !hector.value<src, [4h, 16]>
-// HGT-NEXT: hector.weight_grad %[[VS]], %{{[0-9]+}} : !hector.value<src, [4h, 16]>, !hector.value<edge, [4h, 16]> -> !hector.weight<relation, [4h, 16, 16]>
+// HGT-NEXT: hector.weight_grad %[[VS]], %{{[0-9#]+}} : !hector.value<src, [4h, 16]>, !hector.value<edge, [4h, 16]> -> !hector.weight<relation, [4h, 16, 16]>
 // HGT: hector.reduce %{{[0-9]+}} : !hector.value<edge, [4h]> -> !hector.weight<relation, [4h]>
 // HGT: hector.weight_grad %x, %{{[0-9]+}}#1 : !hector.value<node, [64]>, !hector.value<node, [4h, 16]> -> !hector.weight<ntype, [64, 4h, 16]>
 // HGT: hector.output "grad.skip" %[[DSKIP]] : !hector.weight<ntype, []>

@@ -57,7 +57,8 @@ bool isPairSum(Operation *op) {
 }
 
 /// The kind of kernel a materialised value is computed by, for node traversals the end of the
-/// edges it reduces over, and for node traversals over unique pairs their space.
+/// edges it reduces over, and for traversals over unique pairs (edge traversals of compacted
+/// rows, node traversals of pair sums) their space.
 struct KernelKey {
   TraversalKind kind;
   EdgeEnd by;
@@ -232,8 +233,22 @@ private:
   }
 
   static bool isReduction(Operation *op) { return isa<AggregateOp>(op); }
+  /// A sum over a row's trailing dimensions (a row-local hector.reduce that sums elements): as
+  /// costly as an inner product.
+  static bool isRowReduction(Operation *op) {
+    auto reduce = dyn_cast<ReduceOp>(op);
+    return reduce && reduce.isRowLocal() &&
+           reduce.getInput().getType().getDims().size() >
+               cast<ValueType>(reduce.getResult().getType()).getDims().size();
+  }
   /// Ops whose recomputation costs more than a load: reductions over a row or over edges.
-  static bool isExpensive(Operation *op) { return isa<AggregateOp, DotOp, ConcatOp>(op); }
+  static bool isExpensive(Operation *op) {
+    return isa<AggregateOp, DotOp, ConcatOp>(op) || isRowReduction(op);
+  }
+  /// Elementwise functions that cost far more than a load per element.
+  static bool isTranscendental(Operation *op) {
+    return isa<ExpOp, TanhOp, SigmoidOp, GeluOp, GeluGradOp>(op);
+  }
 
   /// Whether computing the edge value `value` again costs more than loading it: its tree holds
   /// a reduction over a row. Node values read through an edge end are not counted; the rule for
@@ -245,9 +260,9 @@ private:
       if (!seen.insert(v).second)
         return;
       Operation *def = v.getDefiningOp();
-      if (isa<SrcOp, DstOp>(def))
+      if (isa<SrcOp, DstOp, UniqueExpandOp>(def))
         return;
-      found |= isa<DotOp, ConcatOp>(def);
+      found |= isa<DotOp, ConcatOp>(def) || isRowReduction(def);
       for (Value operand : def->getOperands())
         if (isInlined(operand))
           go(operand);
@@ -264,7 +279,11 @@ private:
       for (Value v : treeValues(root))
         if (auto agg = dyn_cast<AggregateOp>(v.getDefiningOp()))
           return {TraversalKind::Node, agg.getBy()};
-    bool edge = isEdgeIndexed(cast<ValueType>(root.getType()).getSpace());
+    Space space = cast<ValueType>(root.getType()).getSpace();
+    // Compacted rows are computed by an edge traversal over their pairs, apart from per-edge rows.
+    if (space == Space::UniqueSrc || space == Space::UniqueDst)
+      return {TraversalKind::Edge, EdgeEnd::Dst, space};
+    bool edge = isEdgeIndexed(space);
     return {edge ? TraversalKind::Edge : TraversalKind::Node, EdgeEnd::Dst};
   }
 
@@ -339,10 +358,20 @@ private:
           } else if (auto dst = dyn_cast<DstOp>(def)) {
             node = dst.getInput();
             end = EdgeEnd::Dst;
+          } else if (auto expand = dyn_cast<UniqueExpandOp>(def)) {
+            // Compacted rows read per edge: the same rules, never in registers.
+            node = expand.getInput();
+            end = EdgeEnd::Src;
           }
           if (node && isInlined(node)) {
-            bool inRegisters = key.kind == TraversalKind::Node && !key.pairs && end == key.by;
+            bool inRegisters = key.kind == TraversalKind::Node && !key.pairs && end == key.by &&
+                               !isa<UniqueExpandOp>(def);
             if (treeHas(node, isExpensive) && !inRegisters)
+              changed |= materialise(node);
+            // The functor evaluates a node value read through an edge end once per edge (only
+            // a node traversal's own aggregates stay in registers): N rows of exp, tanh,
+            // sigmoid or GELU stored once cost less than E rows of them recomputed.
+            if (treeHas(node, isTranscendental) && !treeHas(node, isReduction))
               changed |= materialise(node);
           }
         }
