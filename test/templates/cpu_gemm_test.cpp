@@ -32,6 +32,15 @@ template <typename T> struct TinyTile {
   static constexpr int kWgradRows = 5;
 };
 
+/// Tiles that are not whole multiples of the register micro-kernel (4 x 16): every tile has
+/// full micro-tiles and edge rows and columns, and the depth is cut into blocks.
+template <typename T> struct RaggedTile {
+  static constexpr int kRows = 6;
+  static constexpr int kCols = 36;
+  static constexpr int kDepth = 16;
+  static constexpr int kWgradRows = 7;
+};
+
 /// Segment layouts: empty segments first, in the middle and last; a single
 /// row; a segment larger than a tile.
 const std::vector<std::vector<I64>> kSegmentLayouts = {
@@ -102,6 +111,7 @@ template <typename T, BOp Op, Scatter Mode> void sweepGemm() {
       for (I64 N : {1, 3, 17, 65})
         for (bool gather : {false, true}) {
           checkGemm<T, Op, Mode, TinyTile<T>>(sizes, K, N, 1, gather, rng);
+          checkGemm<T, Op, Mode, RaggedTile<T>>(sizes, K, N, 1, gather, rng);
           checkGemm<T, Op, Mode, GemmTile<T>>(sizes, K, N, 1, gather, rng);
         }
   // Per-head (batched) variant.

@@ -76,6 +76,43 @@ inline void packB(const T *HECTOR_RESTRICT b, std::int64_t K, std::int64_t N, st
   }
 }
 
+/// Rows and columns of the register-blocked micro-kernel of the forward GEMM.
+constexpr std::int64_t kMicroRows = 4;
+constexpr std::int64_t kMicroCols = 16;
+
+/// c[kMicroRows, kMicroCols] (row stride NC) += a[rows, k0:k0+kd] x pack[kd, kMicroCols] (row
+/// stride NC), with the accumulators in registers for the whole depth. Every element is summed
+/// in increasing k, as the plain loop sums it, so results do not depend on the blocking.
+template <typename T, std::int64_t NC>
+inline void microKernelImpl(const T *const *aRows, std::int64_t k0, std::int64_t kd,
+                            const T *HECTOR_RESTRICT pack, T *HECTOR_RESTRICT c) {
+  T reg[kMicroRows][kMicroCols];
+  for (std::int64_t i = 0; i < kMicroRows; ++i)
+#pragma omp simd
+    for (std::int64_t j = 0; j < kMicroCols; ++j)
+      reg[i][j] = c[i * NC + j];
+  const T *HECTOR_RESTRICT a0 = aRows[0] + k0;
+  const T *HECTOR_RESTRICT a1 = aRows[1] + k0;
+  const T *HECTOR_RESTRICT a2 = aRows[2] + k0;
+  const T *HECTOR_RESTRICT a3 = aRows[3] + k0;
+  for (std::int64_t k = 0; k < kd; ++k) {
+    const T *HECTOR_RESTRICT bk = pack + k * NC;
+    const T v0 = a0[k], v1 = a1[k], v2 = a2[k], v3 = a3[k];
+#pragma omp simd
+    for (std::int64_t j = 0; j < kMicroCols; ++j) {
+      const T b = bk[j];
+      reg[0][j] += v0 * b;
+      reg[1][j] += v1 * b;
+      reg[2][j] += v2 * b;
+      reg[3][j] += v3 * b;
+    }
+  }
+  for (std::int64_t i = 0; i < kMicroRows; ++i)
+#pragma omp simd
+    for (std::int64_t j = 0; j < kMicroCols; ++j)
+      c[i * NC + j] = reg[i][j];
+}
+
 /// Computes row-aligned results of every tile and hands each finished
 /// [rows, nw] block to `store(row, head, n0, nw, accRow)`.
 template <typename T, BOp Op, typename Tile, typename Index, typename Store>
@@ -112,14 +149,23 @@ void gemmTiles(const GemmProblem<T, Index> &p, Store &&store) {
       for (std::int64_t k0 = 0; k0 < K; k0 += KD) {
         const std::int64_t kd = std::min<std::int64_t>(KD, K - k0);
         packB<T, Op>(bSeg, K, N, k0, kd, n0, nw, pack, NC);
+        const std::int64_t fullRows = rows - rows % kMicroRows;
+        const std::int64_t fullCols = nw - nw % kMicroCols;
+        for (std::int64_t r = 0; r < fullRows; r += kMicroRows)
+          for (std::int64_t n = 0; n < fullCols; n += kMicroCols)
+            microKernelImpl<T, NC>(aRows + r, k0, kd, pack + n, acc + r * NC + n);
+        // The edges of the tile: rows below a full micro-tile, columns right of one.
         for (std::int64_t r = 0; r < rows; ++r) {
+          const std::int64_t nBegin = r < fullRows ? fullCols : 0;
+          if (nBegin == nw)
+            continue;
           const T *HECTOR_RESTRICT a = aRows[r] + k0;
           T *HECTOR_RESTRICT c = acc + r * NC;
           for (std::int64_t k = 0; k < kd; ++k) {
             const T av = a[k];
             const T *HECTOR_RESTRICT bk = pack + k * NC;
 #pragma omp simd
-            for (std::int64_t n = 0; n < nw; ++n)
+            for (std::int64_t n = nBegin; n < nw; ++n)
               c[n] += av * bk[n];
           }
         }

@@ -215,7 +215,8 @@ std::optional<std::string> runTool(llvm::StringRef program, llvm::ArrayRef<std::
 
 /// Emits the package into a temporary directory, builds it with CMake and moves the library
 /// to `output`. Nothing is left behind on failure.
-int buildLibrary(ModuleOp module, const EmitOptions &emitOptions, llvm::StringRef output) {
+int buildLibrary(ModuleOp module, const EmitOptions &emitOptions, bool portable,
+                 llvm::StringRef output) {
   if (output == "-")
     return fail("building a library needs an output file: -o FILE.so");
   std::string cmake = configured("HECTOR_CMAKE", HECTOR_CMAKE_COMMAND);
@@ -277,7 +278,8 @@ int buildLibrary(ModuleOp module, const EmitOptions &emitOptions, llvm::StringRe
       "-S", std::string(source), "-B", std::string(build), "-DCMAKE_BUILD_TYPE=Release",
       "-DCMAKE_CXX_COMPILER=" + cxx, "-DTorch_DIR=" + torchDir,
       "-DHECTOR_RUNTIME_DIR=" + runtimeDir,
-      std::string("-DHECTOR_ENABLE_CUDA=") + (emitOptions.cuda ? "ON" : "OFF")};
+      std::string("-DHECTOR_ENABLE_CUDA=") + (emitOptions.cuda ? "ON" : "OFF"),
+      std::string("-DHECTOR_NATIVE=") + (portable ? "OFF" : "ON")};
   std::string nvcc = configured("HECTOR_CUDA_COMPILER", HECTOR_CUDA_COMPILER_PATH);
   if (emitOptions.cuda) {
     if (nvcc.empty() || !llvm::sys::fs::can_execute(nvcc))
@@ -482,7 +484,7 @@ int runCompiler(const CompilerOptions &options) {
                      [&](llvm::raw_ostream &os) { return emitCuda(*module, emitOptions, os); });
   if (emit == "package")
     return writePackageDir(*module, emitOptions, options.outputFile);
-  return buildLibrary(*module, emitOptions, options.outputFile);
+  return buildLibrary(*module, emitOptions, options.portable, options.outputFile);
 }
 
 } // namespace hector

@@ -47,6 +47,9 @@ int main(int argc, char **argv) {
                "carries every variant and the runtime picks one per graph with the cost model)");
   app.add_flag("!--no-compact", options.compact,
                "Do not add the compact-materialised variants of the layers");
+  app.add_flag("--portable", options.portable,
+               "Do not tune the CPU kernels for this machine (-march=native, the default), so "
+               "that the library also runs on other machines of its architecture");
   app.add_option("--explain", options.explain,
                  "Print the cost model's comparison of each layer's variants at the given "
                  "graph sizes and the choice, instead of compiling: \"edges=E nodes=N "

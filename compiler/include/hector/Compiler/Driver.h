@@ -39,6 +39,9 @@ struct CompilerOptions {
   /// choose among per graph; false leaves the layer as written.
   bool reorder = true;
   bool compact = true;
+  /// Build a library that runs on other machines of the same architecture: the CPU kernels are
+  /// not tuned for this one (no -march=native).
+  bool portable = false;
   /// Non-empty: print the cost model's comparison of every layer's variants at these graph
   /// sizes ("edges=E nodes=N relations=R ntypes=T unique-src=U unique-dst=U [balance=B]",
   /// separated by spaces or commas) instead of producing output.
