@@ -79,6 +79,7 @@ inline void packB(const T *HECTOR_RESTRICT b, std::int64_t K, std::int64_t N, st
 /// Rows and columns of the register-blocked micro-kernel of the forward GEMM.
 constexpr std::int64_t kMicroRows = 4;
 constexpr std::int64_t kMicroCols = 16;
+static_assert(kMicroRows == 4, "the micro-kernel unrolls four rows");
 
 /// c[kMicroRows, kMicroCols] (row stride NC) += a[rows, k0:k0+kd] x pack[kd, kMicroCols] (row
 /// stride NC), with the accumulators in registers for the whole depth. Every element is summed
