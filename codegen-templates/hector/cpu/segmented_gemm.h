@@ -84,13 +84,13 @@ static_assert(kMicroRows == 4, "the micro-kernel unrolls four rows");
 /// c[kMicroRows, kMicroCols] (row stride NC) += a[rows, k0:k0+kd] x pack[kd, kMicroCols] (row
 /// stride NC), with the accumulators in registers for the whole depth. Every element is summed
 /// in increasing k, as the plain loop sums it, so results do not depend on the blocking.
-template <typename T, std::int64_t NC>
+template <typename T, std::int64_t NC, std::int64_t Cols = kMicroCols>
 inline void microKernelImpl(const T *const *aRows, std::int64_t k0, std::int64_t kd,
                             const T *HECTOR_RESTRICT pack, T *HECTOR_RESTRICT c) {
-  T reg[kMicroRows][kMicroCols];
+  T reg[kMicroRows][Cols];
   for (std::int64_t i = 0; i < kMicroRows; ++i)
 #pragma omp simd
-    for (std::int64_t j = 0; j < kMicroCols; ++j)
+    for (std::int64_t j = 0; j < Cols; ++j)
       reg[i][j] = c[i * NC + j];
   const T *HECTOR_RESTRICT a0 = aRows[0] + k0;
   const T *HECTOR_RESTRICT a1 = aRows[1] + k0;
@@ -100,7 +100,7 @@ inline void microKernelImpl(const T *const *aRows, std::int64_t k0, std::int64_t
     const T *HECTOR_RESTRICT bk = pack + k * NC;
     const T v0 = a0[k], v1 = a1[k], v2 = a2[k], v3 = a3[k];
 #pragma omp simd
-    for (std::int64_t j = 0; j < kMicroCols; ++j) {
+    for (std::int64_t j = 0; j < Cols; ++j) {
       const T b = bk[j];
       reg[0][j] += v0 * b;
       reg[1][j] += v1 * b;
@@ -110,7 +110,7 @@ inline void microKernelImpl(const T *const *aRows, std::int64_t k0, std::int64_t
   }
   for (std::int64_t i = 0; i < kMicroRows; ++i)
 #pragma omp simd
-    for (std::int64_t j = 0; j < kMicroCols; ++j)
+    for (std::int64_t j = 0; j < Cols; ++j)
       c[i * NC + j] = reg[i][j];
 }
 
@@ -151,10 +151,23 @@ void gemmTiles(const GemmProblem<T, Index> &p, Store &&store) {
         const std::int64_t kd = std::min<std::int64_t>(KD, K - k0);
         packB<T, Op>(bSeg, K, N, k0, kd, n0, nw, pack, NC);
         const std::int64_t fullRows = rows - rows % kMicroRows;
-        const std::int64_t fullCols = nw - nw % kMicroCols;
-        for (std::int64_t r = 0; r < fullRows; r += kMicroRows)
-          for (std::int64_t n = 0; n < fullCols; n += kMicroCols)
+        // Full micro-tiles of 16 columns, then of 8 and 4 (narrow products, such as RGAT's
+        // per-head weight products of 4 columns); fullCols columns in all.
+        std::int64_t fullCols = nw - nw % kMicroCols;
+        const bool cols8 = nw - fullCols >= 8;
+        const std::int64_t at8 = fullCols;
+        fullCols += cols8 ? 8 : 0;
+        const bool cols4 = nw - fullCols >= 4;
+        const std::int64_t at4 = fullCols;
+        fullCols += cols4 ? 4 : 0;
+        for (std::int64_t r = 0; r < fullRows; r += kMicroRows) {
+          for (std::int64_t n = 0; n < at8; n += kMicroCols)
             microKernelImpl<T, NC>(aRows + r, k0, kd, pack + n, acc + r * NC + n);
+          if (cols8)
+            microKernelImpl<T, NC, 8>(aRows + r, k0, kd, pack + at8, acc + r * NC + at8);
+          if (cols4)
+            microKernelImpl<T, NC, 4>(aRows + r, k0, kd, pack + at4, acc + r * NC + at4);
+        }
         // The edges of the tile: rows below a full micro-tile, columns right of one.
         for (std::int64_t r = 0; r < rows; ++r) {
           const std::int64_t nBegin = r < fullRows ? fullCols : 0;
