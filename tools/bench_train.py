@@ -145,14 +145,16 @@ MODEL_FILES = {"rgcn": "rgcn", "rgat": "rgat_pyg", "hgt": "hgt"}
 
 
 def compile_model(model: str, params: dict[str, int], target: str) -> pathlib.Path:
-    """build/bench/<file>_<params>_<target>.so, rebuilt when missing or older than the model file
-    or hectorc."""
+    """build/bench/<file>_<params>_<target>.so, rebuilt when missing or older than the model file,
+    hectorc, or a header the package copies (the kernel templates, the runtime's)."""
     source = ROOT / "examples" / f"{MODEL_FILES[model]}.hector"
     hectorc = BUILD / "bin" / "hectorc"
     tag = "_".join(f"{k}{v}" for k, v in params.items())
     out = BUILD / "bench" / f"{MODEL_FILES[model]}_{tag}_{target}.so"
-    if out.is_file() and out.stat().st_mtime >= max(source.stat().st_mtime,
-                                                    hectorc.stat().st_mtime):
+    headers = [*(ROOT / "codegen-templates").rglob("*.h*"), *(ROOT / "runtime" / "include").rglob("*.h")]
+    newest = max([source.stat().st_mtime, hectorc.stat().st_mtime]
+                 + [h.stat().st_mtime for h in headers])
+    if out.is_file() and out.stat().st_mtime >= newest:
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
     cmd = [str(hectorc), str(source), f"--target={target}", "-o", str(out)]
