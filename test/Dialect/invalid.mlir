@@ -609,17 +609,6 @@ hector.layer @l {
 // -----
 
 hector.layer @l {
-  %h = hector.input "h" : !hector.value<node, [4]>
-  %0 = hector.traversal edge (%x = %h) : (!hector.value<node, [4]>) -> !hector.value<unique_src, [4]> {
-    // expected-error @+1 {{'hector.unique_gather' op is not allowed in the body of a 'hector.traversal'}}
-    %y = hector.unique_gather src %x : !hector.value<node, [4]> -> !hector.value<unique_src, [4]>
-    hector.yield %y : !hector.value<unique_src, [4]>
-  }
-}
-
-// -----
-
-hector.layer @l {
   %h = hector.input "h" : !hector.value<unique_dst, [4]>
   %0 = hector.traversal node (%x = %h) : (!hector.value<unique_dst, [4]>) -> !hector.value<node, [4]> {
     // expected-error @+1 {{'hector.reduce' op is not allowed in the body of a 'hector.traversal'}}

@@ -1,9 +1,15 @@
 // RUN: hector-opt %s --pass-pipeline='builtin.module(hector.layer(hector-lower-to-kernels))' --split-input-file --verify-diagnostics | FileCheck %s
 
-// A unique_gather read by anything but a linear or a weight gradient has no kernel.
+// A unique_gather read by anything but a GEMM is fused into the traversal that reads it: a read
+// of the node row (here, per edge through unique_expand: the edge's source row).
+// CHECK-LABEL: hector.layer @l
+// CHECK: %[[T:[0-9]+]] = hector.traversal edge (%[[A:.*]] = %x)
+// CHECK-NEXT: %[[U:[0-9]+]] = hector.unique_gather src %[[A]]
+// CHECK-NEXT: %[[E:[0-9]+]] = hector.unique_expand %[[U]]
+// CHECK-NEXT: hector.yield %[[E]]
+// CHECK: hector.output "e" %[[T]]
 hector.layer @l {
   %x = hector.input "x" : !hector.value<node, [4]>
-  // expected-error @+1 {{hector.unique_gather is lowered only as the gather of a hector.linear's input or a hector.weight_grad's operand}}
   %u = hector.unique_gather src %x : !hector.value<node, [4]> -> !hector.value<unique_src, [4]>
   %e = hector.unique_expand %u : !hector.value<unique_src, [4]> -> !hector.value<edge, [4]>
   hector.output "e" %e : !hector.value<edge, [4]>

@@ -307,9 +307,6 @@ private:
   /// is then stored (or is not computed in a traversal) is left to the segmented row sum.
   LogicalResult decideMaterialised() {
     for (Operation &op : body()) {
-      if (auto unique = dyn_cast<UniqueGatherOp>(op); unique && !gathers.contains(unique))
-        return unique.emitError("hector.unique_gather is lowered only as the gather of a "
-                                "hector.linear's input or a hector.weight_grad's operand");
       if (isFusible(&op)) {
         if (isPairSum(&op))
           materialise(op.getResult(0));

@@ -177,7 +177,7 @@ def Hector_SliceOp : Hector_ConvertOp<"slice", Hector_WeightType, Hector_ValueTy
   }];
 }
 
-def Hector_UniqueGatherOp : Hector_Op<"unique_gather", [Pure]> {
+def Hector_UniqueGatherOp : Hector_Op<"unique_gather", [Pure, Hector_TraversalBody]> {
   let summary = "gather node rows into unique (node, relation) pairs";
   let description = [{
     Compact materialisation: one row per unique (source node, relation) pair (`side src`, result
