@@ -720,6 +720,8 @@ LogicalResult TraversalOp::verifyRegions() {
   for (Operation &op : body.without_terminator())
     if (auto reduce = dyn_cast<ReduceOp>(op); reduce && reduce.isPairSum() && !pairs)
       pairs = cast<ValueType>(reduce.getResult().getType()).getSpace();
+  // The end of the edges the traversal's aggregates reduce over.
+  std::optional<EdgeEnd> by;
   for (Operation &op : body.without_terminator()) {
     auto reduce = dyn_cast<ReduceOp>(op);
     bool pairSum = reduce && reduce.isPairSum();
@@ -736,6 +738,15 @@ LogicalResult TraversalOp::verifyRegions() {
     if (pairs && isa<AggregateOp, SoftmaxOp>(op))
       return op.emitOpError() << "cannot be in a traversal over "
                               << stringifySpace(*pairs) << " pairs";
+    if (auto agg = dyn_cast<AggregateOp>(op)) {
+      if (!by)
+        by = agg.getBy();
+      else if (agg.getBy() != *by)
+        return op.emitOpError() << "reduces by " << stringifyEdgeEnd(agg.getBy())
+                                << ", but an earlier aggregate of this traversal reduces by "
+                                << stringifyEdgeEnd(*by)
+                                << "; a traversal reduces over one end of the edges";
+    }
   }
   auto yield = cast<YieldOp>(body.getTerminator());
   if (yield.getValues().getTypes() != getResultTypes())

@@ -950,3 +950,16 @@ hector.layer @l {
   // expected-error @+1 {{'hector.weight_dot_grad' op rhs shape [4h, 8] must be a suffix of the lhs shape [64, 4h, 16]}}
   %0 = hector.weight_dot_grad rhs %g, %W : !hector.weight<relation, [64, 4h]>, !hector.weight<relation, [64, 4h, 16]> -> !hector.weight<relation, [4h, 8]>
 }
+
+// -----
+
+hector.layer @l {
+  %e = hector.input "e" : !hector.value<edge, [4]>
+  %0 = hector.traversal node (%x = %e) : (!hector.value<edge, [4]>) -> !hector.value<node, [4]> {
+    %a = hector.aggregate sum %x by dst : !hector.value<edge, [4]> -> !hector.value<node, [4]>
+    // expected-error @+1 {{'hector.aggregate' op reduces by src, but an earlier aggregate of this traversal reduces by dst; a traversal reduces over one end of the edges}}
+    %b = hector.aggregate sum %x by src : !hector.value<edge, [4]> -> !hector.value<node, [4]>
+    %c = hector.add %a, %b : !hector.value<node, [4]>, !hector.value<node, [4]> -> !hector.value<node, [4]>
+    hector.yield %c : !hector.value<node, [4]>
+  }
+}

@@ -74,3 +74,25 @@ hector.layer @pairs_apart {
   %r = hector.sub %e, %d : !hector.value<edge, [2h]>, !hector.value<dst, [2h]> -> !hector.value<edge, [2h]>
   hector.output "r" %r : !hector.value<edge, [2h]>
 }
+
+// -----
+
+// An aggregate by dst read through dst inside an aggregate by src (the backward of a node value
+// that sums over its in-edges and is read at both ends): the traversal reduces by src, the end
+// of its outermost aggregate, so the inner aggregate is stored by a traversal of its own.
+// CHECK-LABEL: hector.layer @nested_ends
+// CHECK: %[[A:[0-9]+]] = hector.traversal node (%{{.*}} = %e)
+// CHECK-NEXT: hector.aggregate sum %{{.*}} by dst
+// CHECK-NEXT: hector.yield
+// CHECK: hector.traversal node (%[[ARG:.*]] = %[[A]], %{{.*}} = %e)
+// CHECK-NEXT: hector.dst %[[ARG]]
+// CHECK-NOT: by dst
+// CHECK: hector.aggregate sum %{{.*}} by src
+hector.layer @nested_ends {
+  %e = hector.input "e" : !hector.value<edge, [4]>
+  %a = hector.aggregate sum %e by dst : !hector.value<edge, [4]> -> !hector.value<node, [4]>
+  %d = hector.dst %a : !hector.value<node, [4]> -> !hector.value<dst, [4]>
+  %m = hector.add %e, %d : !hector.value<edge, [4]>, !hector.value<dst, [4]> -> !hector.value<edge, [4]>
+  %h = hector.aggregate sum %m by src : !hector.value<edge, [4]> -> !hector.value<node, [4]>
+  hector.output "h" %h : !hector.value<node, [4]>
+}

@@ -2,7 +2,8 @@
 # embeddings composed with the source (CompGCN), a per-node MLP after a relational sum (RGIN),
 # attention with the nonlinearity before the attention vector (GATv2), edge gates with max and
 # mean together and a concatenated message, two hops inside one layer with node types and a
-# derived weight, and edge outputs (link scores). Each is compiled by hectorc and run in every
+# derived weight, edge outputs (link scores), destination-side composition, heads split from a
+# shared projection, sub-layers with edge outputs, and reductions over both ends of the edges. Each is compiled by hectorc and run in every
 # optimisation variant it has; the oracle is a plain PyTorch reference written here from the
 # model's text, in float64: outputs and the gradients of every input and weight (PyTorch's
 # autograd through the reference), on the awkward graphs of references.awkward_graph.
@@ -135,6 +136,17 @@ def stacked(g, x, w):
     return (conv(h1, score(h1)),)
 
 
+def ends(g, x, ew, w):
+    a = scatter_sum(g, x[g.src])
+    b = scatter_mean(g, per_edge(a[g.src] - a[g.dst], w["Wd"], g.etype))
+    P = w["P"][g.etype]
+    s = (x[g.src] * P).sum(-1) + (x[g.dst] * P).sum(-1) + ew
+    z = torch.einsum("ek,khd->ehd", x[g.src], w["W"])
+    alpha = edge_softmax(s, g.dst, g.num_nodes)
+    m = scatter_max(g, alpha.view(-1, 1, 1) * z).reshape(g.num_nodes, -1)
+    return (torch.cat([b, m, a], 1),)
+
+
 def edge_weights(g):
     return torch.randn(g.src.numel(), dtype=F64)
 
@@ -151,6 +163,8 @@ USER_MODELS = {
     "dstcomp": (lambda g: [torch.randn(g.num_nodes, 6, dtype=F64)], dstcomp),
     "multihead": (lambda g: [torch.randn(g.num_nodes, 8, dtype=F64)], multihead),
     "stacked": (lambda g: [torch.randn(g.num_nodes, 6, dtype=F64)], stacked),
+    # Random edge weights: no two edges' messages tie in max.
+    "ends": (lambda g: [torch.randn(g.num_nodes, 6, dtype=F64), edge_weights(g)], ends),
 }
 GRAPHS = SMALL + [dict(seed=3)]
 

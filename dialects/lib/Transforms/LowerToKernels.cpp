@@ -276,15 +276,37 @@ private:
     if (isPairSum(root.getDefiningOp()))
       return {TraversalKind::Node, EdgeEnd::Dst, cast<ValueType>(root.getType()).getSpace()};
     if (!isEdgeIndexed(cast<ValueType>(root.getType()).getSpace()))
-      for (Value v : treeValues(root))
-        if (auto agg = dyn_cast<AggregateOp>(v.getDefiningOp()))
-          return {TraversalKind::Node, agg.getBy()};
+      if (std::optional<EdgeEnd> end = outerAggregateEnd(root))
+        return {TraversalKind::Node, *end};
     Space space = cast<ValueType>(root.getType()).getSpace();
     // Compacted rows are computed by an edge traversal over their pairs, apart from per-edge rows.
     if (space == Space::UniqueSrc || space == Space::UniqueDst)
       return {TraversalKind::Edge, EdgeEnd::Dst, space};
     bool edge = isEdgeIndexed(space);
     return {edge ? TraversalKind::Edge : TraversalKind::Node, EdgeEnd::Dst};
+  }
+
+  /// The end of the edges that the outermost aggregate of `root`'s tree reduces over (the first
+  /// one reached from the root without passing through another aggregate), or std::nullopt. An
+  /// aggregate inside another one's operand is a node value read through an edge end, which
+  /// the rules store unless it is in registers: it never decides the traversal's end.
+  std::optional<EdgeEnd> outerAggregateEnd(Value root) {
+    std::optional<EdgeEnd> end;
+    llvm::DenseSet<Value> seen;
+    std::function<void(Value)> go = [&](Value v) {
+      if (end || !seen.insert(v).second)
+        return;
+      Operation *def = v.getDefiningOp();
+      if (auto agg = dyn_cast<AggregateOp>(def)) {
+        end = agg.getBy();
+        return;
+      }
+      for (Value operand : def->getOperands())
+        if (isInlined(operand))
+          go(operand);
+    };
+    go(root);
+    return end;
   }
 
   SmallVector<Value> treeValues(Value root) {

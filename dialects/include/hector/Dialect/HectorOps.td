@@ -819,7 +819,8 @@ def Hector_TraversalOp : Hector_Op<"traversal", [
     reductions in registers). The body's block arguments are the rows of the operands, bound in
     order and of the same types; the body holds only graph-access, elementwise, dot, concat,
     head, aggregate and softmax ops (softmax only in node traversals) and ends with
-    `hector.yield`, whose operands become the results.
+    `hector.yield`, whose operands become the results. The aggregates of one traversal all
+    reduce over the same end of the edges.
 
     A node traversal whose results are all `unique_src` (or all `unique_dst`) rows runs over
     those unique pairs instead of the nodes: each pair's member edges are visited in turn, and
