@@ -3,7 +3,8 @@
 # attention with the nonlinearity before the attention vector (GATv2), edge gates with max and
 # mean together and a concatenated message, two hops inside one layer with node types and a
 # derived weight, edge outputs (link scores), destination-side composition, heads split from a
-# shared projection, sub-layers with edge outputs, and reductions over both ends of the edges. Each is compiled by hectorc and run in every
+# shared projection, sub-layers with edge outputs, reductions over both ends of the edges, and
+# linear maps of weights (projected relation embeddings). Each is compiled by hectorc and run in every
 # optimisation variant it has; the oracle is a plain PyTorch reference written here from the
 # model's text, in float64: outputs and the gradients of every input and weight (PyTorch's
 # autograd through the reference), on the awkward graphs of references.awkward_graph.
@@ -147,6 +148,22 @@ def ends(g, x, ew, w):
     return (torch.cat([b, m, a], 1),)
 
 
+def relemb(g, x, w):
+    r = torch.relu(w["rel"]) @ w["Wr"]                                 # [R, in]
+    m = (x[g.src] * r[g.etype]) @ w["V"] + w["u"] @ w["U"]
+    e = torch.relu(w["b"]) + per_edge(x[g.dst], w["R"], g.etype)
+    return (torch.cat([scatter_sum(g, m), scatter_mean(g, e * e)], 1),)
+
+
+def wsops(g, x, w, heads=2):
+    r = torch.cat([torch.tanh(w["a"]), w["b"]], 1) @ w["W"]             # [R, in]
+    z = (x[g.src] * r[g.etype]).view(-1, heads, 3)
+    s = (z * w["q"]).sum(-1) * (w["K"] * w["q"]).sum(-1)[g.etype]       # [E, H]
+    alpha = edge_softmax(s, g.dst, g.num_nodes)
+    m = scatter_sum(g, alpha.unsqueeze(-1) * z).reshape(g.num_nodes, -1)
+    return (m + torch.tanh(w["P"]).reshape(-1) @ w["W"],)
+
+
 def edge_weights(g):
     return torch.randn(g.src.numel(), dtype=F64)
 
@@ -163,6 +180,8 @@ USER_MODELS = {
     "dstcomp": (lambda g: [torch.randn(g.num_nodes, 6, dtype=F64)], dstcomp),
     "multihead": (lambda g: [torch.randn(g.num_nodes, 8, dtype=F64)], multihead),
     "stacked": (lambda g: [torch.randn(g.num_nodes, 6, dtype=F64)], stacked),
+    "relemb": (lambda g: [torch.randn(g.num_nodes, 6, dtype=F64)], relemb),
+    "wsops": (lambda g: [torch.randn(g.num_nodes, 6, dtype=F64)], wsops),
     # Random edge weights: no two edges' messages tie in max.
     "ends": (lambda g: [torch.randn(g.num_nodes, 6, dtype=F64), edge_weights(g)], ends),
 }

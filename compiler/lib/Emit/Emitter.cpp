@@ -196,24 +196,36 @@ bool isDerivedLayer(LayerOp layer) {
 bool isSavedOutput(OutputOp output) { return output.getName().starts_with("saved."); }
 bool isSavedInput(InputOp input) { return input.getName().starts_with("saved."); }
 
+/// The per-head GEMM shape of a weight as a linear map's operand: heads (the weight's leading
+/// head dimension, or 1), K and N (N x K when transposed).
+struct LinearShape {
+  int64_t heads = 1, k = 0, n = 0;
+};
+LinearShape linearShape(WeightType weight, bool transposed) {
+  RowShape w = weight.getShape();
+  LinearShape s;
+  ArrayRef<int64_t> dims = w.dims;
+  if (w.headAxis == 0) {
+    s.heads = dims[0];
+    dims = dims.drop_front();
+  }
+  int64_t rest = numElements(dims.drop_front());
+  s.k = transposed ? rest : dims[0];
+  s.n = transposed ? dims[0] : rest;
+  return s;
+}
+
 /// The GEMM configuration of `op`, or an error at its location.
 FailureOr<GemmConfig> gemmConfig(GemmOp op) {
   GemmConfig c;
   auto a = op.getA().getType();
   WeightType b = op.getB().getType();
-  RowShape w = b.getShape();
   c.transposeB = op.getTransposeB();
-  if (w.headAxis == 0) {
-    c.heads = w.dims[0];
-    int64_t rest = numElements(w.dims.drop_front(2));
-    c.k = c.transposeB ? rest : w.dims[1];
-    c.n = c.transposeB ? w.dims[1] : rest;
-  } else {
-    int64_t rest = numElements(w.dims.drop_front(1));
-    c.k = c.transposeB ? rest : w.dims[0];
-    c.n = c.transposeB ? w.dims[0] : rest;
-  }
-  c.strideB = b.getSlicing() == Slicing::None ? 0 : numElements(w.dims);
+  LinearShape ls = linearShape(b, c.transposeB);
+  c.heads = ls.heads;
+  c.k = ls.k;
+  c.n = ls.n;
+  c.strideB = b.getSlicing() == Slicing::None ? 0 : numElements(b.getDims());
 
   // The rows the GEMM iterates over.
   Space rows = a.getSpace();
@@ -427,15 +439,10 @@ FailureOr<WeightGradConfig> weightGradConfig(Operation *op, const LayerPlan &pla
   }
   auto grad = cast<WeightGradOp>(op);
   WeightType w = grad.getResult().getType();
-  RowShape shape = w.getShape();
-  if (shape.headAxis == 0) {
-    c.heads = shape.dims[0];
-    c.k = shape.dims[1];
-    c.n = numElements(shape.dims.drop_front(2));
-  } else {
-    c.k = shape.dims[0];
-    c.n = numElements(shape.dims.drop_front(1));
-  }
+  LinearShape ls = linearShape(w, /*transposed=*/false);
+  c.heads = ls.heads;
+  c.k = ls.k;
+  c.n = ls.n;
   auto resolve = [&](Value v, std::string &gather) -> Value {
     auto it = plan.gathers.find(v);
     if (it == plan.gathers.end())
@@ -470,10 +477,11 @@ FailureOr<WeightGradConfig> weightGradConfig(Operation *op, const LayerPlan &pla
 
 int passesOf(TraversalOp op);
 std::optional<Space> pairSumSpaceOf(TraversalOp op);
+bool onWeightRows(Operation *op);
 
 std::string kernelName(LayerPlan &plan, size_t index, Operation *op) {
   std::string base = identifier(plan.layer.getSymName()) + "_k" + std::to_string(index) + "_";
-  if (auto gemm = dyn_cast<GemmOp>(op)) {
+  if (auto gemm = dyn_cast<GemmOp>(op); gemm && !onWeightRows(op)) {
     FailureOr<GemmConfig> c = gemmConfig(gemm);
     std::string name = base + "gemm_" + stringifySlicing(gemm.getSegment()).str() + "_g" +
                        stringifyGemmGather(gemm.getGather()).str() + "_s" +
@@ -561,9 +569,39 @@ Space spaceOf(Value v) {
 
 /// Checks that a top-level op the glue computes with ATen reads rows it can broadcast: the
 /// result's own rows or a single (unsliced) row.
+/// Whether `op` is a GEMM or a weight gradient over relation, node-type or unsliced rows (a
+/// linear map of weights, such as a projected relation embedding): at most R or T rows, which
+/// the glue multiplies with ATen.
+bool onWeightRows(Operation *op) {
+  auto weightRows = [](Value v) {
+    Space space = spaceOf(v);
+    return space == Space::Relation || space == Space::NType || space == Space::None;
+  };
+  if (auto gemm = dyn_cast<GemmOp>(op))
+    return gemm.getGather() == GemmGather::None && weightRows(gemm.getA());
+  if (auto grad = dyn_cast<WeightGradOp>(op))
+    return weightRows(grad.getInput()) && weightRows(grad.getGrad());
+  return false;
+}
+
 LogicalResult checkGlueOp(Operation *op) {
   if (isa<WeightAddOp, WeightMatmulGradOp, WeightDotOp, WeightDotGradOp, ConstantOp>(op))
     return success();
+  if (auto gemm = dyn_cast<GemmOp>(op)) {
+    if (gemm.getSegment() != Slicing::None || gemm.getScatter() != GemmScatter::Store)
+      return op->emitError() << "a linear map of values indexed by "
+                             << stringifySpace(spaceOf(gemm.getA()))
+                             << " needs an unsliced weight and a stored result";
+    return success();
+  }
+  if (auto grad = dyn_cast<WeightGradOp>(op)) {
+    if (grad.getResult().getType().getSlicing() != Slicing::None ||
+        spaceOf(grad.getInput()) != spaceOf(grad.getGrad()))
+      return op->emitError() << "the weight gradient of a linear map of values indexed by "
+                             << stringifySpace(spaceOf(grad.getGrad()))
+                             << " needs an unsliced weight and operands on the same rows";
+    return success();
+  }
   if (auto grad = dyn_cast<AggregateGradOp>(op)) {
     if (grad.getKind() == AggregateKind::Max && grad.getInput())
       return success();
@@ -639,10 +677,14 @@ FailureOr<LayerPlan> planLayer(LayerOp layer, uint64_t moduleHash) {
       plan.tensors[op.getResult(0)] = plan.tensors.lookup(table);
     } else if (isa<GemmOp, TraversalOp, WeightMatmulOp, WeightGradOp, ReduceOp, WeightAddOp,
                    WeightMatmulGradOp, WeightDotOp, WeightDotGradOp, AddOp, SubOp, MulOp, DivOp,
-                   NegOp, ExpOp, ReluOp, TanhOp, SigmoidOp, GeluOp, LeakyReluOp, ConstantOp,
-                   AggregateGradOp>(op)) {
+                   NegOp, ExpOp, ReluOp, TanhOp, SigmoidOp, GeluOp, LeakyReluOp,
+                   LeakyReluGradOp, GeluGradOp, DotOp, ConcatOp, NarrowOp, SplitHeadsOp,
+                   MergeHeadsOp, ConstantOp, AggregateGradOp>(op)) {
       KernelKind kind = KernelKind::Glue;
-      if (auto gemm = dyn_cast<GemmOp>(op)) {
+      if (onWeightRows(&op)) {
+        if (failed(checkGlueOp(&op)))
+          return failure();
+      } else if (auto gemm = dyn_cast<GemmOp>(op)) {
         if (failed(gemmConfig(gemm)))
           return failure();
         kind = KernelKind::Gemm;
@@ -1571,6 +1613,53 @@ void printGlueOp(LayerPlan &plan, const Kernel &kernel, llvm::raw_ostream &os) {
        << "    return at::where(first.gather(0, node) == eid, g.gather(0, node), "
           "at::zeros({}, opts)).reshape("
        << shape << ").contiguous();\n";
+  } else if (auto gemm = dyn_cast<GemmOp>(op)) {
+    // A linear map of weight-space rows: [S, heads, 1, K] x [1, heads, K, N] per row.
+    LinearShape ls = linearShape(gemm.getB().getType(), gemm.getTransposeB());
+    std::string h = std::to_string(ls.heads), k = std::to_string(ls.k), n = std::to_string(ls.n);
+    os << "    const at::Tensor a = ::hector::emit::rowView(" << in(0) << ", {" << h << ", " << k
+       << "}).unsqueeze(2);\n";
+    if (gemm.getTransposeB())
+      os << "    const at::Tensor b = ::hector::emit::rowView(" << in(1) << ", {" << h << ", "
+         << n << ", " << k << "}).transpose(2, 3);\n";
+    else
+      os << "    const at::Tensor b = ::hector::emit::rowView(" << in(1) << ", {" << h << ", "
+         << k << ", " << n << "});\n";
+    os << "    return at::matmul(a, b).reshape(" << shape << ").contiguous();\n";
+  } else if (auto grad = dyn_cast<WeightGradOp>(op)) {
+    // dW[h] = sum over the rows s of x[s, h]^T dy[s, h].
+    LinearShape ls = linearShape(grad.getResult().getType(), false);
+    std::string h = std::to_string(ls.heads), k = std::to_string(ls.k), n = std::to_string(ls.n);
+    os << "    const at::Tensor x = ::hector::emit::rowView(" << in(0) << ", {" << h << ", " << k
+       << "}).permute({1, 2, 0});\n"
+       << "    const at::Tensor dy = ::hector::emit::rowView(" << in(1) << ", {" << h << ", "
+       << n << "}).permute({1, 0, 2});\n"
+       << "    return at::matmul(x, dy).reshape(" << shape << ").contiguous();\n";
+  } else if (isa<SplitHeadsOp, MergeHeadsOp>(op)) {
+    os << "    return " << in(0) << ".reshape(" << shape << ").contiguous();\n";
+  } else if (isa<DotOp, ConcatOp, NarrowOp>(op)) {
+    // On the rows of the result's space, every operand viewed as [rows, P, last dimension]
+    // (P: the product of the other dimensions, the same for all operands).
+    std::string rows = graphRows(spaceOf(result));
+    auto view = [&](unsigned i) {
+      ArrayRef<int64_t> dims = dimsOf(op->getOperand(i).getType());
+      int64_t m = numElements(dims), last = dims.empty() ? 1 : dims.back();
+      return "::hector::emit::broadcastRows(" + in(i) + ", " + std::to_string(m) + ", " + rows +
+             ", " + std::to_string(m) + ").reshape({" + rows + ", " +
+             std::to_string(m / last) + ", " + std::to_string(last) + "})";
+    };
+    if (isa<DotOp>(op)) {
+      os << "    return (" << view(0) << " * " << view(1) << ").sum(2).reshape(" << shape
+         << ").contiguous();\n";
+    } else if (auto narrow = dyn_cast<NarrowOp>(op)) {
+      os << "    return " << view(0) << ".narrow(2, " << narrow.getOffset() << ", "
+         << dimsOf(result.getType()).back() << ").reshape(" << shape << ").contiguous();\n";
+    } else {
+      os << "    return at::cat({";
+      for (unsigned i = 0; i < op->getNumOperands(); ++i)
+        os << (i ? ", " : "") << view(i);
+      os << "}, 2).reshape(" << shape << ").contiguous();\n";
+    }
   } else if (auto constant = dyn_cast<ConstantOp>(op)) {
     os << "    return at::full(" << shape << ", " << literal(constant.getValue().convertToDouble())
        << ", opts);\n";
@@ -1640,6 +1729,12 @@ void printGlueOp(LayerPlan &plan, const Kernel &kernel, llvm::raw_ostream &os) {
     } else if (auto leaky = dyn_cast<LeakyReluOp>(op)) {
       expr = "at::leaky_relu(" + operand(0) + ", " + literal(leaky.getSlope().convertToDouble()) +
              ")";
+    } else if (auto grad = dyn_cast<LeakyReluGradOp>(op)) {
+      // Operands (g, x): g where x > 0, else slope * g (emit::ops::leakyReluGrad).
+      expr = "at::leaky_relu_backward(" + operand(0) + ", " + operand(1) + ", " +
+             literal(grad.getSlope().convertToDouble()) + ", false)";
+    } else if (isa<GeluGradOp>(op)) {
+      expr = "at::gelu_backward(" + operand(0) + ", " + operand(1) + ", \"none\")";
     } else {
       const char *fn = isa<NegOp>(op)    ? "neg"
                        : isa<ExpOp>(op)  ? "exp"

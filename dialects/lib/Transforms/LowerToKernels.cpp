@@ -113,15 +113,22 @@ private:
   }
 
   /// Collects the weight-space traversal-body ops that depend on a reduction into weight-space
-  /// rows (a hector.reduce that is not row-local), then the weight-space traversal-body ops
-  /// they read: all of them are computed once per slice at the top level instead of in a
-  /// traversal, which could not store their rows.
+  /// rows (a hector.reduce that is not row-local) or that a top-level op reads,
+  /// then the weight-space traversal-body ops they read: all of them are computed once per
+  /// slice at the top level instead of in a traversal, which could not store their rows.
   void findWeightSpaceOps() {
     auto candidate = [](Operation *op) {
       return isTraversalBodyOp(op) && op->getNumResults() == 1 && isWeightSpace(op->getResult(0));
     };
+    // Weight-space values a top-level op reads (the operand of a linear map of weights, such
+    // as a projected relation embedding, or a gradient summed into a weight's slices).
+    for (Operation &op : body())
+      if (candidate(&op) && llvm::any_of(op.getUsers(), [](Operation *user) {
+            return !isTraversalBodyOp(user);
+          }))
+        weightSpaceOps.insert(&op);
     for (Operation &op : body()) {
-      if (!candidate(&op))
+      if (!candidate(&op) || weightSpaceOps.contains(&op))
         continue;
       bool dependent = llvm::any_of(op.getOperands(), [&](Value operand) {
         Operation *def = operand.getDefiningOp();
