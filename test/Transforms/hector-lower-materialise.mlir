@@ -96,3 +96,28 @@ hector.layer @nested_ends {
   %h = hector.aggregate sum %m by src : !hector.value<edge, [4]> -> !hector.value<node, [4]>
   hector.output "h" %h : !hector.value<node, [4]>
 }
+
+// -----
+
+// A weight-space value that a top-level op reads (here the input of a linear map of weights, a
+// projected relation embedding) is computed at the top level, by the glue; one that only
+// traversals read (exp) is recomputed inside them from its few rows.
+// CHECK-LABEL: hector.layer @weight_rows
+// CHECK: %[[S:[0-9]+]] = hector.slice %r
+// CHECK-NEXT: %[[T:[0-9]+]] = hector.tanh %[[S]]
+// CHECK-NEXT: %[[P:[0-9]+]] = hector.gemm %[[T]], %W segment none gather none scatter store : !hector.value<relation, [4]>
+// CHECK-NEXT: hector.traversal edge (%{{.*}} = %x, %{{.*}} = %[[P]], %{{.*}} = %[[S]])
+// CHECK: hector.exp
+hector.layer @weight_rows {
+  %x = hector.input "x" : !hector.value<node, [4]>
+  %r = hector.weight "r" glorot : !hector.weight<relation, [4]>
+  %W = hector.weight "W" glorot : !hector.weight<none, [4, 4]>
+  %s = hector.slice %r : !hector.weight<relation, [4]> -> !hector.value<relation, [4]>
+  %t = hector.tanh %s : !hector.value<relation, [4]>
+  %p = hector.linear %t, %W : !hector.value<relation, [4]>, !hector.weight<none, [4, 4]> -> !hector.value<relation, [4]>
+  %xs = hector.src %x : !hector.value<node, [4]> -> !hector.value<src, [4]>
+  %e = hector.exp %s : !hector.value<relation, [4]>
+  %m = hector.mul %xs, %p : !hector.value<src, [4]>, !hector.value<relation, [4]> -> !hector.value<edge, [4]>
+  %n = hector.mul %m, %e : !hector.value<edge, [4]>, !hector.value<relation, [4]> -> !hector.value<edge, [4]>
+  hector.output "n" %n : !hector.value<edge, [4]>
+}

@@ -8,7 +8,6 @@
 # optimisation variant it has; the oracle is a plain PyTorch reference written here from the
 # model's text, in float64: outputs and the gradients of every input and weight (PyTorch's
 # autograd through the reference), on the awkward graphs of references.awkward_graph.
-import math
 import pathlib
 import subprocess
 
@@ -33,20 +32,17 @@ def _no_variant_override(monkeypatch):
 
 @pytest.fixture(scope="module")
 def user_model(tmp_path_factory):
-    """user_model(name) -> the module class of user_models/<name>.hector (CPU kernels)."""
-    cache = {}
-
-    def build(name):
-        if name not in cache:
-            out = tmp_path_factory.mktemp("user_models") / f"{name}.so"
-            cmd = [str(BUILD / "bin" / "hectorc"), str(MODELS_DIR / f"{name}.hector"),
-                   "--target=cpu", "-o", str(out)]
-            r = subprocess.run(cmd, capture_output=True, text=True)
-            assert r.returncode == 0, f"{' '.join(cmd)} failed:\n{r.stdout}\n{r.stderr}"
-            cache[name] = hector.load(out)
-        return cache[name]
-
-    return build
+    """user_model(name) -> the module class of layer `name` of user_models/<name>.hector. All the
+    files are compiled as one library (one C++ build; their layer names are distinct)."""
+    text = "".join(f.read_text() for f in sorted(MODELS_DIR.glob("*.hector")))
+    src = tmp_path_factory.mktemp("user_models") / "user_models.hector"
+    src.write_text(text)
+    out = src.with_suffix(".so")
+    cmd = [str(BUILD / "bin" / "hectorc"), str(src), "--target=cpu", "-o", str(out)]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    assert r.returncode == 0, f"{' '.join(cmd)} failed:\n{r.stdout}\n{r.stderr}"
+    classes = hector.load_all(out)
+    return lambda name: classes[name]
 
 
 # --- references: plain PyTorch, one per model file -------------------------------------------
@@ -242,3 +238,30 @@ def test_user_models_have_compacted_and_reordered_variants(user_model):
     into unique (source, relation) pairs, RGIN's relational sum is reordered."""
     assert "compact" in user_model("compgcn").variants()
     assert "reorder" in user_model("rgin").variants()
+
+
+# --- random models (random_models.py): a fixed sample; run that file for more seeds -----------
+
+RANDOM_SEEDS = list(range(8))
+
+
+@pytest.fixture(scope="module")
+def random_layers(tmp_path_factory):
+    import random_models
+
+    models = {s: random_models.random_model(s) for s in RANDOM_SEEDS}
+    loaded, errors = random_models.compile_models(BUILD / "bin" / "hectorc", models,
+                                                  tmp_path_factory.mktemp("random_models"))
+    return models, loaded, errors
+
+
+@pytest.mark.parametrize("seed", RANDOM_SEEDS)
+def test_random_model_matches_pytorch_in_every_variant(random_layers, seed):
+    import random_models
+
+    models, loaded, errors = random_layers
+    assert seed not in errors, f"hectorc rejected\n{models[seed].text}{errors[seed]}"
+    try:
+        random_models.check_layer(loaded[seed], models[seed].reference)
+    except AssertionError as e:
+        raise AssertionError(f"{models[seed].text}{e}") from None
