@@ -32,10 +32,16 @@ hector.layer @source_side {
 
 // -----
 
+// A score that depends only on the destination is the same on all of a node's edges: the
+// quotient (1 / in-degree) stays in the dst space and is retyped as edge rows.
+// CHECK-LABEL: hector.layer @destination_side
+// CHECK: hector.sub %{{.*}}, %{{.*}} : !hector.value<dst, []>, !hector.value<dst, []> -> !hector.value<dst, []>
+// CHECK: %[[Q:[0-9]+]] = hector.div %{{.*}}, %{{.*}} : !hector.value<dst, []>, !hector.value<dst, []> -> !hector.value<dst, []>
+// CHECK-NEXT: %[[A:[0-9]+]] = hector.reduce %[[Q]] : !hector.value<dst, []> -> !hector.value<edge, []>
+// CHECK-NEXT: hector.output "alpha" %[[A]]
 hector.layer @destination_side {
   %x = hector.input "x" : !hector.value<node, []>
   %s = hector.dst %x : !hector.value<node, []> -> !hector.value<dst, []>
-  // expected-error @+1 {{softmax of a value that depends only on the destination node is not supported}}
   %a = hector.softmax %s : !hector.value<dst, []> -> !hector.value<edge, []>
   hector.output "alpha" %a : !hector.value<edge, []>
 }

@@ -110,7 +110,8 @@ def dstcomp(g, x, w):
     m = ((x[g.dst] * w["rel"][g.etype]) @ w["W"]) * w["scale"][g.etype] + x[g.src] @ w["W"]
     q = (x[g.src] * x[g.dst]).sum(-1)
     den = scatter_sum(g, torch.exp(-q * q))
-    return (scatter_sum(g, m) / (1 + den).unsqueeze(1),)
+    a = 1.0 / torch.bincount(g.dst, minlength=g.num_nodes).to(x.dtype)[g.dst]
+    return (scatter_sum(g, m) / (1 + den).unsqueeze(1) + scatter_sum(g, a.unsqueeze(1) * m),)
 
 
 def multihead(g, x, w, heads=2, slope=0.1):

@@ -22,18 +22,13 @@ struct DecomposeSoftmaxPass : public hector::impl::DecomposeSoftmaxBase<Decompos
   void runOnOperation() override {
     SmallVector<SoftmaxOp> softmaxes;
     getOperation().walk([&](SoftmaxOp op) { softmaxes.push_back(op); });
-    for (SoftmaxOp op : softmaxes) {
-      if (cast<ValueType>(op.getInput().getType()).getSpace() == Space::Dst) {
-        // exp(s - dst(max)) would stay in the dst space while softmax's result is per edge.
-        op.emitError("softmax of a value that depends only on the destination node is not "
-                     "supported (it is 1 / in-degree on every edge)");
-        return signalPassFailure();
-      }
+    for (SoftmaxOp op : softmaxes)
       decompose(op);
-    }
   }
 
-  /// a = softmax(s) => ex = exp(s - dst(max(s))); a = ex / dst(sum(ex)).
+  /// a = softmax(s) => ex = exp(s - dst(max(s))); a = ex / dst(sum(ex)). A score that depends
+  /// only on the destination node (dst space) is the same on all of a node's edges: the
+  /// quotient, 1 / in-degree, stays in the dst space and is retyped as edge rows at the end.
   static void decompose(SoftmaxOp op) {
     OpBuilder b(op);
     Location loc = op.getLoc();
@@ -46,12 +41,16 @@ struct DecomposeSoftmaxPass : public hector::impl::DecomposeSoftmaxBase<Decompos
     Value max = b.create<AggregateOp>(loc, nodeType, AggregateKind::Max, s, EdgeEnd::Dst);
     Value maxAtDst = b.create<DstOp>(loc, dstType, max);
     std::optional<Space> shifted = joinSpaces(sType.getSpace(), Space::Dst);
-    assert(shifted == Space::Edge && "an edge-indexed space other than dst joins dst to edge");
-    Value diff = b.create<SubOp>(loc, edgeType, s, maxAtDst);
+    assert(shifted && (*shifted == Space::Edge || *shifted == Space::Dst) &&
+           "an edge-indexed space joins dst to edge or dst");
+    ValueType shiftedType = sType.withSpace(*shifted);
+    Value diff = b.create<SubOp>(loc, shiftedType, s, maxAtDst);
     Value ex = b.create<ExpOp>(loc, diff);
     Value den = b.create<AggregateOp>(loc, nodeType, AggregateKind::Sum, ex, EdgeEnd::Dst);
     Value denAtDst = b.create<DstOp>(loc, dstType, den);
-    Value alpha = b.create<DivOp>(loc, edgeType, ex, denAtDst);
+    Value alpha = b.create<DivOp>(loc, shiftedType, ex, denAtDst);
+    if (*shifted != Space::Edge)
+      alpha = b.create<ReduceOp>(loc, edgeType, alpha);
     op.getResult().replaceAllUsesWith(alpha);
     op.erase();
   }
