@@ -5,6 +5,7 @@
 #   bench-*: RGCN, RGAT, HGT at Hector's evaluation sizes (in = out = 64, 1 head) for timing
 #   minibatch-rgcn: the two-layer RGCN of the mini-batch example at in = 256 (hidden 64, AIFB's 4
 #     classes), for tools/bench_minibatch.py (the benchmark and its --check on AIFB)
+#   user-models: the models of test/python/user_models, CUDA vs CPU (the last step of the check)
 #
 #   tools/gpu-check-prepare.sh           writes gpu-packages/ (with STAMP)
 #   tools/gpu-check-prepare.sh --stamp   prints the hash of the sources the packages come from
@@ -12,7 +13,8 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 stamp() {  # the compiler, the examples, the templates and the runtime's headers
-  (cd "$root" && find compiler dialects codegen-templates runtime/include examples -type f \
+  (cd "$root" && find compiler dialects codegen-templates runtime/include examples \
+     test/python/user_models -type f \
      \( -name '*.h' -o -name '*.cuh' -o -name '*.cpp' -o -name '*.td' -o -name '*.hector' \) \
      -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1)
 }
@@ -39,6 +41,11 @@ emit bench-rgcn rgcn in=64 out=64
 emit bench-rgat_pyg rgat_pyg in=64 d=64 H=1
 emit bench-hgt hgt in=64 out=64 H=1
 emit minibatch-rgcn rgcn_aifb in=256 hidden=64 classes=4
+# user-models: every model of test/python/user_models in one library (tools/gpu_models.py
+# --select user-models: each layer's CUDA outputs and gradients against the CPU path).
+cat "$root"/test/python/user_models/*.hector >"$out/user_models.hector"
+"$hectorc" "$out/user_models.hector" --target=cuda --emit=package -o "$out/user-models"
+rm "$out/user_models.hector"
 # The real graphs, preprocessed here (the GPU machine has neither ../shared/data nor rdflib);
 # aifb-entities.pt adds AIFB's labelled entities (the mini-batch check trains on them).
 mkdir -p "$out/graphs"

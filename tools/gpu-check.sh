@@ -115,4 +115,10 @@ if [ -f "$root/tools/bench_spill.py" ]; then
   step bench-spill 120 "$py" "$root/tools/bench_spill.py" --device cuda --dim 1024 \
     --layers 12 --seq 1024 --batch 4 --warmup 1 --steps 3 --budget 8 --json "$out/spill.json"
 fi
+
+# 6. The user models (test/python/user_models, one library): every layer and variant, CUDA
+#    outputs and gradients against the CPU path on the awkward graphs. Last: the steps above
+#    matter more if time runs short.
+step user-models 200 "$py" "$root/tools/gpu_models.py" --packages "$root/gpu-packages" \
+  --runtime "$build" --select user-models --json "$out/user-models.json"
 exit $status

@@ -1,7 +1,8 @@
 """GPU check of the compiled models (run by tools/gpu-check.sh on a machine without MLIR).
 
 Builds the emitted packages of gpu-packages/ (tools/gpu-check-prepare.sh) against the runtime,
-then, for every `check-*` package: the CUDA forward and gradients (the compiled backward) against
+then, for every `check-*` package (and every layer of a `user-*` package, on the awkward graphs
+only): the CUDA forward and gradients (the compiled backward) against
 the CPU ones of the same library, and the forward against PyG (on the GPU where PyG has the layer), in float64 and float32, on awkward random
 graphs and on AIFB/UMLS; for every `bench-*` package: inference time and peak memory of ours
 and PyG's layer side by side on AIFB, as ratios. Without a GPU it runs the CPU half, which is how
@@ -74,6 +75,10 @@ def main():
     ap.add_argument("--json", type=pathlib.Path)
     ap.add_argument("--parallel", type=int, default=4, help="packages built at once")
     ap.add_argument("--repeat", type=int, default=20, help="timed runs per benchmark")
+    ap.add_argument("--select",
+                    help="comma-separated name prefixes of the packages to build and run "
+                         "(default: all but the user-* ones; user-models: every layer of the "
+                         "user models, CUDA against the CPU on the awkward graphs)")
     args = ap.parse_args()
     global PACKAGES
     PACKAGES = args.packages
@@ -82,9 +87,15 @@ def main():
     import torch
     cuda = torch.cuda.is_available()
     jobs = max(1, (os.cpu_count() or 2) // args.parallel)
-    pkgs = sorted(p for p in args.packages.iterdir() if (p / "manifest.json").is_file())
+    def selected(name):
+        if args.select:
+            return name.startswith(tuple(args.select.split(",")))
+        return not name.startswith("user-")
+    pkgs = sorted(p for p in args.packages.iterdir()
+                  if (p / "manifest.json").is_file() and selected(p.name))
     if not pkgs:
-        sys.exit(f"no packages in {args.packages}: run tools/gpu-check-prepare.sh first")
+        sys.exit(f"no {args.select or ''} packages in {args.packages}: run "
+                 "tools/gpu-check-prepare.sh first")
     libs, report = {}, {"device": torch.cuda.get_device_name() if cuda else "cpu",
                         "builds": {}, "checks": [], "bench": []}
     with concurrent.futures.ThreadPoolExecutor(args.parallel) as pool:
@@ -101,10 +112,10 @@ def main():
     from references import awkward_graph
     failures = sum(1 for b in report["builds"].values() if not b["ok"])
 
-    def graphs():
+    def graphs(real=True):
         for kw in (dict(seed=0), dict(seed=1, num_relations=1), dict(seed=2, num_nodes=9)):
             yield f"awkward{kw}", awkward_graph(**kw)
-        for name in ("aifb", "umls"):
+        for name in ("aifb", "umls") if real else ():
             g = real_graph(name)
             if g is not None:
                 yield name, g
@@ -119,16 +130,25 @@ def main():
         for i in manifest["inputs"]:
             if i["space"] == "node":
                 out.append(torch.randn(g.num_nodes, *i["dims"], dtype=dtype))
+            elif i["dims"]:
+                out.append(torch.randn(g.src.numel(), *i["dims"], dtype=dtype))
             else:
                 out.append(rgcn_norm(g).to(dtype))
         return out
 
+    def as_tuple(out):
+        return out if isinstance(out, tuple) else (out,)
+
     tol = {torch.float64: 1e-10, torch.float32: 1e-5}
+    checked = []   # (package, layer name, module class, whether to run on the real graphs)
     for name, lib in sorted(libs.items()):
-        if not name.startswith("check-"):
-            continue
-        Layer = hector.load(lib)
-        for variant, (gname, g) in ((v, gg) for v in Layer.variants() for gg in graphs()):
+        if name.startswith("check-"):
+            checked.append((name, name, hector.load(lib), True))
+        elif name.startswith("user-"):
+            checked += [(name, f"{name}:{layer}", Layer, False)
+                        for layer, Layer in sorted(hector.load_all(lib).items())]
+    for package, name, Layer, real in checked:
+        for variant, (gname, g) in ((v, gg) for v in Layer.variants() for gg in graphs(real)):
             # Every optimisation variant the library carries, on CPU and CUDA alike.
             for dtype in (torch.float64, torch.float32):
                 torch.manual_seed(0)
@@ -139,8 +159,8 @@ def main():
                         if p.abs().sum() == 0 or (p == 1).all():
                             p.normal_()
                 xs = [x.requires_grad_() for x in inputs_for(Layer.manifest, g, dtype)]
-                cpu = layer(make_graph(g, "cpu"), *xs)
-                up = torch.randn_like(cpu)
+                cpu = as_tuple(layer(make_graph(g, "cpu"), *xs))
+                up = [torch.randn_like(o) for o in cpu]
                 # Gradients of every input and weight through the compiled backward.
                 grads_cpu = torch.autograd.grad(cpu, xs + list(layer.parameters()), up,
                                                 allow_unused=True)
@@ -149,29 +169,31 @@ def main():
                 if cuda:
                     dev = layer.to("cuda")
                     xs_cuda = [x.detach().cuda().requires_grad_() for x in xs]
-                    out = dev(make_graph(g, "cuda"), *xs_cuda)
+                    out = as_tuple(dev(make_graph(g, "cuda"), *xs_cuda))
                     grads_cuda = torch.autograd.grad(out, xs_cuda + list(dev.parameters()),
-                                                     up.cuda(), allow_unused=True)
-                    out = out.detach().cpu()
+                                                     [u.cuda() for u in up], allow_unused=True)
+                    out = [o.detach().cpu() for o in out]
                     layer.to("cpu")
 
                     def rel(a, b):
+                        if not b.numel():
+                            return 0.0
                         return ((a - b).abs().max() / b.abs().max().clamp_min(1e-30)).item()
 
-                    err = rel(out, cpu.detach())
+                    err = max(rel(a, b.detach()) for a, b in zip(out, cpu))
                     gerr = max((rel(a.cpu(), b) for a, b in zip(grads_cuda, grads_cpu)
                                 if b is not None and b.numel()), default=0.0)
                     entry["cuda_vs_cpu_rel_err"] = err
                     entry["cuda_vs_cpu_grad_rel_err"] = gerr
                     entry["ok"] = (bool(err < tol[dtype]) and bool(gerr < 10 * tol[dtype])
-                                   and bool(torch.isfinite(out).all()))
+                                   and all(bool(torch.isfinite(o).all()) for o in out))
                 else:
-                    entry["ok"] = bool(torch.isfinite(cpu).all()) and all(
+                    entry["ok"] = all(bool(torch.isfinite(o).all()) for o in cpu) and all(
                         bool(torch.isfinite(t).all()) for t in grads_cpu if t is not None)
                 failures += 0 if entry["ok"] else 1
                 report["checks"].append(entry)
                 print(json.dumps(entry), flush=True)
-        if cuda:
+        if cuda and name == package:
             failures += pyg_on_gpu(name, Layer, report)
 
     for name, lib in sorted(libs.items()):
