@@ -10,7 +10,8 @@ prints each failing seed with its model text and the first difference, and exits
 The generator covers edge and node statements, `src.`/`dst.`, edge inputs, relation-, node-type-
 sliced and unsliced weights as values and in `linear`, `dot`, `concat`, heads (`split_heads`,
 `merge_heads`, head-wise broadcasting), `sum`/`mean`/`max` aggregation, `softmax`, the unary
-functions, `+ - * /` with scalar and head broadcasting, and edge and node outputs. A `max` argument
+functions, `+ - * /` with scalar and head broadcasting, per-head `linear`, derived weights
+(`matmul`), sub-layer instances and calls, and edge and node outputs. A `max` argument
 always adds the random edge input, so that no two edges tie (a tie has no unique gradient);
 divisions are by `2 + tanh(...)` and `exp` reads a `tanh`, so values stay finite.
 """
@@ -94,6 +95,8 @@ class Generator:
         self.node_values: list[tuple[str, tuple]] = [("x", (6,))]
         self.edge_values: list[tuple[str, tuple]] = [("ew", ())]
         self.derived_weights: list[tuple[str, str, str]] = []
+        self.sub: RandomModel | None = None        # the sub-layer of the instance `s`
+        self.sub_kind, self.sub_shape, self.in_call = None, None, False
         self.statements: list[tuple[str, str, Expr]] = []   # (kind, name, expr)
 
     # --- helpers -------------------------------------------------------------------------------
@@ -283,6 +286,9 @@ class Generator:
 
     def leaf(self, ctx, shape) -> Expr:
         options = []
+        call = self.call(ctx, shape) if self.chance(0.5) else None
+        if call:
+            return call
         for name, s in self.node_values:
             if s == shape:
                 if ctx == "node":
@@ -319,19 +325,54 @@ class Generator:
 
     # --- a layer -------------------------------------------------------------------------------
 
-    def layer(self, name="random_layer"):
+    def call(self, ctx, shape) -> Expr | None:
+        """A call of the sub-layer instance `s` when its output has this kind and shape."""
+        if not self.sub or self.in_call or self.sub_kind != ctx or self.sub_shape != shape:
+            return None
+        self.in_call = True       # arguments hold no further calls
+        ax = self.force_varying("node", self.gen("node", (6,), 0))
+        aew = self.force_varying("edge", self.gen("edge", (), 0))
+        self.in_call = False
+        sub = self.sub
+
+        def fn(env, ax=ax, aew=aew):
+            weights = {k[2:]: v for k, v in env.weights.items() if k.startswith("s.")}
+            return sub.reference(env.g, ax.fn(env), aew.fn(env), weights)[0]
+        return Expr(f"s({ax.text}, {aew.text})", fn, shape, True)
+
+    def layer(self, name="random_layer", single_output=False, sub_seed=None):
+        """The layer's text and outputs; with `sub_seed`, a sub-layer of that seed first (an
+        instance `s` that the statements may call)."""
+        prefix = ""
+        if sub_seed is not None:
+            subgen = Generator(sub_seed)
+            sub_text, sub_outputs = subgen.layer(f"{name}_sub", single_output=True)
+            self.sub = RandomModel(sub_text, sub_outputs, subgen.weights, subgen.statements)
+            kind, _, e = subgen.statements[-1]
+            self.sub_kind, self.sub_shape = kind, e.shape
+            prefix = sub_text
         count = self.rng.randint(2, 4)
         for i in range(count):
             kind = self.rng.choice(["node", "edge"])
             shape = self.rng.choice(SHAPES)
-            e = self.force_varying(kind, self.gen(kind, shape, self.rng.randint(1, 3)))
+            if self.sub and i == 0:       # the first statement calls the sub-layer
+                kind, shape = self.sub_kind, self.sub_shape
+                e = self.call(kind, shape)
+                if self.chance(0.5):
+                    other = self.gen(kind, shape, 1)
+                    e = Expr(f"({e.text}) * ({other.text})",
+                             lambda env, a=e, b=other: a.fn(env) * b.fn(env), shape, True)
+            else:
+                e = self.force_varying(kind, self.gen(kind, shape, self.rng.randint(1, 3)))
             vname = f"v{i}"
             self.statements.append((kind, vname, e))
             (self.node_values if kind == "node" else self.edge_values).append((vname, shape))
         outputs = [self.statements[-1][1]]
-        if len(self.statements) > 1 and self.chance(0.4):
+        if not single_output and len(self.statements) > 1 and self.chance(0.4):
             outputs.insert(0, self.statements[self.rng.randrange(len(self.statements) - 1)][1])
         lines = [f"layer {name}(heads H = {H}) {{", "  input x: node[6];", "  input ew: edge[];"]
+        if self.sub:
+            lines.append(f"  layer s = {name}_sub();")
         for w in self.weights:
             slicing = "" if w.slicing == "none" else w.slicing + " "
             if w.derived:
@@ -342,7 +383,7 @@ class Generator:
             lines.append(f"  {kind} {vname} = {e.text};")
         lines.append(f"  output {', '.join(outputs)};")
         lines.append("}")
-        return "\n".join(lines) + "\n", outputs
+        return prefix + "\n".join(lines) + "\n", outputs
 
 
 @dataclasses.dataclass
@@ -366,9 +407,10 @@ class RandomModel:
 
 
 def random_model(seed: int) -> RandomModel:
-    """The random layer `random_<seed>`."""
+    """The random layer `random_<seed>` (a third of them with a sub-layer)."""
     gen = Generator(seed)
-    text, outputs = gen.layer(f"random_{seed}")
+    sub_seed = 1_000_000 + seed if seed % 3 == 2 else None
+    text, outputs = gen.layer(f"random_{seed}", sub_seed=sub_seed)
     return RandomModel(text, outputs, gen.weights, gen.statements)
 
 

@@ -112,10 +112,10 @@ private:
     return space == Space::Relation || space == Space::NType || space == Space::None;
   }
 
-  /// Collects the weight-space traversal-body ops that depend on a reduction into weight-space
-  /// rows (a hector.reduce that is not row-local) or that a top-level op reads,
-  /// then the weight-space traversal-body ops they read: all of them are computed once per
-  /// slice at the top level instead of in a traversal, which could not store their rows.
+  /// Collects the weight-space traversal-body ops that a top-level op reads or that depend on a
+  /// reduction into weight-space rows (a hector.reduce that is not row-local), then the
+  /// weight-space traversal-body ops they read: all of them are computed once per slice at the
+  /// top level instead of in a traversal, which could not store their rows.
   void findWeightSpaceOps() {
     auto candidate = [](Operation *op) {
       return isTraversalBodyOp(op) && op->getNumResults() == 1 && isWeightSpace(op->getResult(0));
