@@ -202,8 +202,8 @@ class Generator:
             if fname == "neg":
                 return Expr(f"-({a.text})", lambda env, a=a: -a.fn(env), shape, a.varies)
             if fname == "exp":
-                return Expr(f"exp(tanh({a.text}))", lambda env, a=a: torch.exp(torch.tanh(a.fn(env))),
-                            shape, a.varies)
+                return Expr(f"exp(tanh({a.text}))",
+                            lambda env, a=a: torch.exp(torch.tanh(a.fn(env))), shape, a.varies)
             if fname == "leaky_relu":
                 return Expr(f"leaky_relu({a.text}, 0.2)",
                             lambda env, a=a: torch.nn.functional.leaky_relu(a.fn(env), 0.2),

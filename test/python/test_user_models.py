@@ -2,9 +2,10 @@
 # embeddings composed with the source (CompGCN), a per-node MLP after a relational sum (RGIN),
 # attention with the nonlinearity before the attention vector (GATv2), edge gates with max and
 # mean together and a concatenated message, two hops inside one layer with node types and a
-# derived weight, edge outputs (link scores), destination-side composition, heads split from a
-# shared projection, sub-layers with edge outputs, reductions over both ends of the edges, and
-# linear maps of weights (projected relation embeddings). Each is compiled by hectorc and run in every
+# derived weight, edge outputs (link scores), destination-side composition and a softmax of a
+# destination-only score, heads split from a shared projection, sub-layers with edge outputs,
+# reductions over both ends of the edges, linear maps of weights (projected relation
+# embeddings) and stored weight-space values. Each is compiled by hectorc and run in every
 # optimisation variant it has; the oracle is a plain PyTorch reference written here from the
 # model's text, in float64: outputs and the gradients of every input and weight (PyTorch's
 # autograd through the reference), on the awkward graphs of references.awkward_graph.
@@ -128,7 +129,8 @@ def stacked(g, x, w):
         return torch.sigmoid((a[g.src] * w["sc.q"][g.etype] * a[g.dst]).sum(-1))
 
     def conv(a, e):
-        return torch.relu(scatter_sum(g, e.unsqueeze(1) * per_edge(a[g.src], w["c.W"], g.etype)) + a)
+        msg = e.unsqueeze(1) * per_edge(a[g.src], w["c.W"], g.etype)
+        return torch.relu(scatter_sum(g, msg) + a)
 
     h1 = conv(x, score(x))
     return (conv(h1, score(h1)),)
@@ -227,11 +229,19 @@ def test_user_model_matches_pytorch_in_every_variant(user_model, name, gkw):
                   + [(f"gradient of {n}", torch.zeros_like(t) if a is None else a, b)
                      for n, t, a, b in zip(names, wrt, grads, expected_grads)])
         for what, a, b in checks:
-            assert a.shape == b.shape, f"{name}, variant {variant}: {what} shape {a.shape} != {b.shape}"
+            assert a.shape == b.shape, (f"{name}, variant {variant}: {what} shape {a.shape} != "
+                                        f"{b.shape}")
             assert torch.isfinite(b).all(), f"{name}: the reference's {what} is not finite"
             err = max_scaled_error(a, b)
             assert err <= 1e-10, (f"{name}, variant {variant!r}: {what} differs from PyTorch by "
                                   f"{err:.3g} (scaled max abs error)")
+
+
+def test_every_user_model_has_a_reference():
+    files = {f.stem for f in MODELS_DIR.glob("*.hector")}
+    assert files == set(USER_MODELS), (f"model files without a reference: "
+                                        f"{sorted(files - set(USER_MODELS))}; references "
+                                        f"without a file: {sorted(set(USER_MODELS) - files)}")
 
 
 def test_user_models_have_compacted_and_reordered_variants(user_model):
