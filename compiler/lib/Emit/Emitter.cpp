@@ -677,9 +677,9 @@ FailureOr<LayerPlan> planLayer(LayerOp layer, uint64_t moduleHash) {
       plan.tensors[op.getResult(0)] = plan.tensors.lookup(table);
     } else if (isa<GemmOp, TraversalOp, WeightMatmulOp, WeightGradOp, ReduceOp, WeightAddOp,
                    WeightMatmulGradOp, WeightDotOp, WeightDotGradOp, AddOp, SubOp, MulOp, DivOp,
-                   NegOp, ExpOp, ReluOp, TanhOp, SigmoidOp, GeluOp, LeakyReluOp,
-                   LeakyReluGradOp, GeluGradOp, DotOp, ConcatOp, NarrowOp, SplitHeadsOp,
-                   MergeHeadsOp, ConstantOp, AggregateGradOp>(op)) {
+                   NegOp, ExpOp, ReluOp, TanhOp, SigmoidOp, GeluOp, LeakyReluOp, LeakyReluGradOp,
+                   GeluGradOp, DotOp, ConcatOp, NarrowOp, SplitHeadsOp, MergeHeadsOp, ConstantOp,
+                   AggregateGradOp>(op)) {
       KernelKind kind = KernelKind::Glue;
       if (onWeightRows(&op)) {
         if (failed(checkGlueOp(&op)))
@@ -1620,11 +1620,11 @@ void printGlueOp(LayerPlan &plan, const Kernel &kernel, llvm::raw_ostream &os) {
     os << "    const at::Tensor a = ::hector::emit::rowView(" << in(0) << ", {" << h << ", " << k
        << "}).unsqueeze(2);\n";
     if (gemm.getTransposeB())
-      os << "    const at::Tensor b = ::hector::emit::rowView(" << in(1) << ", {" << h << ", "
-         << n << ", " << k << "}).transpose(2, 3);\n";
+      os << "    const at::Tensor b = ::hector::emit::rowView(" << in(1) << ", {" << h << ", " << n
+         << ", " << k << "}).transpose(2, 3);\n";
     else
-      os << "    const at::Tensor b = ::hector::emit::rowView(" << in(1) << ", {" << h << ", "
-         << k << ", " << n << "});\n";
+      os << "    const at::Tensor b = ::hector::emit::rowView(" << in(1) << ", {" << h << ", " << k
+         << ", " << n << "});\n";
     os << "    return at::matmul(a, b).reshape(" << shape << ").contiguous();\n";
   } else if (auto grad = dyn_cast<WeightGradOp>(op)) {
     // dW[h] = sum over the rows s of x[s, h]^T dy[s, h].
@@ -1632,8 +1632,8 @@ void printGlueOp(LayerPlan &plan, const Kernel &kernel, llvm::raw_ostream &os) {
     std::string h = std::to_string(ls.heads), k = std::to_string(ls.k), n = std::to_string(ls.n);
     os << "    const at::Tensor x = ::hector::emit::rowView(" << in(0) << ", {" << h << ", " << k
        << "}).permute({1, 2, 0});\n"
-       << "    const at::Tensor dy = ::hector::emit::rowView(" << in(1) << ", {" << h << ", "
-       << n << "}).permute({1, 0, 2});\n"
+       << "    const at::Tensor dy = ::hector::emit::rowView(" << in(1) << ", {" << h << ", " << n
+       << "}).permute({1, 0, 2});\n"
        << "    return at::matmul(x, dy).reshape(" << shape << ").contiguous();\n";
   } else if (isa<SplitHeadsOp, MergeHeadsOp>(op)) {
     os << "    return " << in(0) << ".reshape(" << shape << ").contiguous();\n";
@@ -1645,8 +1645,8 @@ void printGlueOp(LayerPlan &plan, const Kernel &kernel, llvm::raw_ostream &os) {
       ArrayRef<int64_t> dims = dimsOf(op->getOperand(i).getType());
       int64_t m = numElements(dims), last = dims.empty() ? 1 : dims.back();
       return "::hector::emit::broadcastRows(" + in(i) + ", " + std::to_string(m) + ", " + rows +
-             ", " + std::to_string(m) + ").reshape({" + rows + ", " +
-             std::to_string(m / last) + ", " + std::to_string(last) + "})";
+             ", " + std::to_string(m) + ").reshape({" + rows + ", " + std::to_string(m / last) +
+             ", " + std::to_string(last) + "})";
     };
     if (isa<DotOp>(op)) {
       os << "    return (" << view(0) << " * " << view(1) << ").sum(2).reshape(" << shape

@@ -123,9 +123,8 @@ private:
     // Weight-space values a top-level op reads (the operand of a linear map of weights, such
     // as a projected relation embedding, or a gradient summed into a weight's slices).
     for (Operation &op : body())
-      if (candidate(&op) && llvm::any_of(op.getUsers(), [](Operation *user) {
-            return !isTraversalBodyOp(user);
-          }))
+      if (candidate(&op) &&
+          llvm::any_of(op.getUsers(), [](Operation *user) { return !isTraversalBodyOp(user); }))
         weightSpaceOps.insert(&op);
     for (Operation &op : body()) {
       if (!candidate(&op) || weightSpaceOps.contains(&op))
