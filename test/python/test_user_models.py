@@ -17,6 +17,7 @@ import torch
 
 import hector
 from conftest import BUILD
+from random_models import max_scaled_error, scatter_dst
 from references import awkward_graph, edge_softmax, rgcn_norm
 from test_models import make_graph
 from test_training import SMALL, randomise
@@ -49,19 +50,16 @@ def user_model(tmp_path_factory):
 # --- references: plain PyTorch, one per model file -------------------------------------------
 
 def scatter_sum(g, rows):
-    return torch.zeros((g.num_nodes,) + rows.shape[1:], dtype=rows.dtype).index_add(0, g.dst, rows)
+    return scatter_dst(g, rows, "sum")
 
 
 def scatter_mean(g, rows):
-    count = torch.bincount(g.dst, minlength=g.num_nodes).clamp(min=1).to(rows.dtype)
-    return scatter_sum(g, rows) / count.view(-1, *([1] * (rows.dim() - 1)))
+    return scatter_dst(g, rows, "mean")
 
 
 def scatter_max(g, rows):
     """Per-destination maximum; zeros where a node has no incoming edge."""
-    idx = g.dst.view(-1, *([1] * (rows.dim() - 1))).expand_as(rows)
-    out = torch.zeros((g.num_nodes,) + rows.shape[1:], dtype=rows.dtype)
-    return out.scatter_reduce(0, idx, rows, "amax", include_self=False)
+    return scatter_dst(g, rows, "max")
 
 
 def per_edge(x, W, index):
@@ -185,13 +183,6 @@ USER_MODELS = {
     "ends": (lambda g: [torch.randn(g.num_nodes, 6, dtype=F64), edge_weights(g)], ends),
 }
 GRAPHS = SMALL + [dict(seed=3)]
-
-
-def max_scaled_error(actual, expected):
-    if expected.numel() == 0:
-        return 0.0
-    actual, expected = actual.detach(), expected.detach()
-    return float((actual - expected).abs().max()) / max(1.0, float(expected.abs().max()))
 
 
 @pytest.mark.parametrize("gkw", GRAPHS)
