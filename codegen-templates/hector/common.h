@@ -117,8 +117,10 @@ template <typename T> struct ReduceOp<Reduce::kMax, T> {
 ///
 ///     C[out(row)][h, :] (=|+=) A[in(row)][h, :] x op(B_s[h])
 ///
-/// with in(row) = gather ? gather[row] : row, out(row) = scatter ? scatter[row]
-/// : row, B_s[h] = B + s * strideB + h * K * N, and op() the identity
+/// with in(row) = gather ? gather[phys(row)] : phys(row), out(row) = scatter ?
+/// scatter[phys(row)] : phys(row), phys(row) = rows ? rows[row] : row (the
+/// segments' rows may be a permutation of the physical rows: edges grouped by
+/// relation while they are stored by destination), B_s[h] = B + s * strideB + h * K * N, and op() the identity
 /// (B_s[h] is [K, N]) or the transpose (B_s[h] is [N, K]). A row of A holds
 /// heads x K values starting at A + in(row) * lda; a row of C holds heads x N
 /// values starting at C + out(row) * ldc. Strides are in elements.
@@ -134,7 +136,10 @@ template <typename T, typename Index = std::int64_t> struct GemmProblem {
   std::int64_t heads = 1;
   const T *A = nullptr;
   std::int64_t lda = 0;
-  /// Optional [numRows] row index into A (duplicates allowed).
+  /// Optional: the physical row of every segment row (`phys` above; injective). Not
+  /// supported by the accumulate-into-index modes.
+  const Index *rows = nullptr;
+  /// Optional row index into A, indexed by physical row (duplicates allowed).
   const Index *gather = nullptr;
   const T *B = nullptr;
   std::int64_t strideB = 0;
@@ -171,6 +176,9 @@ template <typename T, typename Index = std::int64_t> struct WeightGradProblem {
   std::int64_t heads = 1;
   const T *A = nullptr;
   std::int64_t lda = 0;
+  /// Optional physical row of every segment row (as GemmProblem::rows); gatherA and gatherC
+  /// are indexed by physical row.
+  const Index *rows = nullptr;
   const Index *gatherA = nullptr;
   const T *dC = nullptr;
   std::int64_t ldc = 0;

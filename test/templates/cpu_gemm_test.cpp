@@ -14,6 +14,7 @@
 #include <omp.h>
 
 #include <cstring>
+#include <numeric>
 #include <string>
 
 using namespace hector::tmpl;
@@ -222,6 +223,81 @@ TEMPLATE_TEST_CASE("segmented GEMM: precomputed inverse scatter index", "[cpu][g
   p.scatterRows = inv.data();
   segmentedGemm<T, BOp::kIdentity, Scatter::kAccumulateIndex>(p);
   CHECK(C1 == C2);
+}
+
+TEMPLATE_TEST_CASE("segmented GEMM and weight gradient: segment rows through a permutation, "
+                   "32-bit indices",
+                   "[cpu][gemm]", float, double) {
+  // Rows grouped by segment are a permutation of rows stored in another order (edges grouped by
+  // relation while stored by destination): A is gathered and C written at the physical row.
+  using T = TestType;
+  using I32 = std::int32_t;
+  std::mt19937_64 rng(11);
+  for (const auto &sizes : kSegmentLayouts)
+    for (I64 N : {1, 17, 64, 70}) {
+      const auto off64 = offsetsFromSizes(sizes);
+      const I64 S = static_cast<I64>(sizes.size()), rows = off64.back(), K = 19, aRows = 9;
+      std::vector<I32> off(off64.begin(), off64.end()), perm(rows), gather(rows);
+      std::iota(perm.begin(), perm.end(), 0);
+      std::shuffle(perm.begin(), perm.end(), rng);
+      for (auto &g : gather)
+        g = static_cast<I32>(std::uniform_int_distribution<I64>(0, aRows - 1)(rng));
+      auto A = randomVector<T>(aRows * K, rng);
+      auto B = randomVector<T>(std::max<I64>(1, S) * K * N, rng);
+      std::vector<T> C(std::max<I64>(1, rows) * N, T(7));
+      GemmProblem<T, I32> p;
+      p.numSegments = S;
+      p.segOffsets = off.data();
+      p.numRows = rows;
+      p.K = K;
+      p.N = N;
+      p.A = A.data();
+      p.lda = K;
+      p.rows = perm.data();
+      p.gather = gather.data();
+      p.B = B.data();
+      p.strideB = K * N;
+      p.C = C.data();
+      p.ldc = N;
+      segmentedGemm<T, BOp::kIdentity, Scatter::kStore, GemmTile<T>, I32>(p);
+      std::vector<long double> want(C.size(), 7.0L);
+      for (I64 s = 0; s < S; ++s)
+        for (I64 j = off64[s]; j < off64[s + 1]; ++j)
+          for (I64 n = 0; n < N; ++n) {
+            long double acc = 0;
+            for (I64 k = 0; k < K; ++k)
+              acc += static_cast<long double>(A[gather[perm[j]] * K + k]) * B[s * K * N + k * N + n];
+            want[perm[j] * N + n] = acc;
+          }
+      INFO("N=" << N << " rows=" << rows);
+      CHECK(maxRelError(C, want) < tolerance<T>() * (1 + K / 8.0));
+
+      // The weight gradient over the same rows: dB_s = sum_j A[gather[perm[j]]]^T C[perm[j]].
+      std::vector<T> dB(std::max<I64>(1, S) * K * N, T(0));
+      WeightGradProblem<T, I32> w;
+      w.numSegments = S;
+      w.segOffsets = off.data();
+      w.numRows = rows;
+      w.K = K;
+      w.N = N;
+      w.A = A.data();
+      w.lda = K;
+      w.rows = perm.data();
+      w.gatherA = gather.data();
+      w.dC = C.data();
+      w.ldc = N;
+      w.dB = dB.data();
+      w.strideB = K * N;
+      segmentedWeightGrad<T, BOp::kIdentity, Assign::kStore, GemmTile<T>, I32>(w);
+      std::vector<long double> wantB(dB.size(), 0.0L);
+      for (I64 s = 0; s < S; ++s)
+        for (I64 j = off64[s]; j < off64[s + 1]; ++j)
+          for (I64 k = 0; k < K; ++k)
+            for (I64 n = 0; n < N; ++n)
+              wantB[s * K * N + k * N + n] +=
+                  static_cast<long double>(A[gather[perm[j]] * K + k]) * C[perm[j] * N + n];
+      CHECK(maxRelError(dB, wantB) < tolerance<T>() * (1 + rows / 8.0));
+    }
 }
 
 namespace {

@@ -13,9 +13,11 @@
 #define HECTOR_TEMPLATES_CPU_SEGMENTED_GEMM_H
 
 #include "hector/common.h"
+#include "hector/cpu/parallel.h"
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 namespace hector {
@@ -76,63 +78,144 @@ inline void packB(const T *HECTOR_RESTRICT b, std::int64_t K, std::int64_t N, st
   }
 }
 
-/// Rows and columns of the register-blocked micro-kernel of the forward GEMM.
-constexpr std::int64_t kMicroRows = 4;
-constexpr std::int64_t kMicroCols = 16;
-static_assert(kMicroRows == 4, "the micro-kernel unrolls four rows");
+// The vector helpers below pass 64-byte vectors by value between inline functions of one
+// translation unit; no such function crosses a library boundary, so the ABI note GCC gives for
+// targets without AVX-512 (-Wpsabi) does not apply.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"
 
-/// c[kMicroRows, kMicroCols] (row stride NC) += a[rows, k0:k0+kd] x pack[kd, kMicroCols] (row
-/// stride NC), with the accumulators in registers for the whole depth. Every element is summed
-/// in increasing k, as the plain loop sums it, so results do not depend on the blocking.
-template <typename T, std::int64_t NC, std::int64_t Cols = kMicroCols>
-inline void microKernelImpl(const T *const *aRows, std::int64_t k0, std::int64_t kd,
-                            const T *HECTOR_RESTRICT pack, T *HECTOR_RESTRICT c) {
-  T reg[kMicroRows][Cols];
-  for (std::int64_t i = 0; i < kMicroRows; ++i)
-#pragma omp simd
-    for (std::int64_t j = 0; j < Cols; ++j)
-      reg[i][j] = c[i * NC + j];
-  const T *HECTOR_RESTRICT a0 = aRows[0] + k0;
-  const T *HECTOR_RESTRICT a1 = aRows[1] + k0;
-  const T *HECTOR_RESTRICT a2 = aRows[2] + k0;
-  const T *HECTOR_RESTRICT a3 = aRows[3] + k0;
+/// The SIMD vector of the CPU kernels: 64 bytes of T (16 floats, 8 doubles), a GCC vector
+/// type that the compiler maps onto the widest registers the target has (one AVX-512 register,
+/// two AVX2 ones, four SSE ones).
+template <typename T> struct Simd {
+  static constexpr std::int64_t kLanes = 64 / sizeof(T);
+  typedef T Vec __attribute__((vector_size(64)));
+  static Vec load(const T *p) {
+    Vec v;
+    __builtin_memcpy(&v, p, sizeof(Vec));
+    return v;
+  }
+  static void store(T *p, const Vec &v) { __builtin_memcpy(p, &v, sizeof(Vec)); }
+  /// Stores the first `n` lanes of v (n < kLanes).
+  static void storePartial(T *p, const Vec &v, std::int64_t n) {
+    __builtin_memcpy(p, &v, static_cast<std::size_t>(n) * sizeof(T));
+  }
+};
+
+/// The register block of the forward micro-kernel for a group of `NV` column vectors: enough
+/// independent accumulators (rows x vectors) to keep both FMA pipes busy.
+constexpr int microRows(int nv) { return nv >= 3 ? 4 : 8; }
+
+/// acc[MR rows, NV vectors] (row stride ldc) (=|+=) a[MR rows][k0 : k0+kd] x pack[kd][NV
+/// vectors] (row stride ldp), the accumulators in registers for the whole depth. Every element
+/// is summed in increasing k, starting from its old value (`first`: from zero), so the result
+/// does not depend on the blocking.
+template <typename T, int MR, int NV>
+inline void microKernel(const T *const *aRows, std::int64_t k0, std::int64_t kd,
+                        const T *HECTOR_RESTRICT pack, std::int64_t ldp, T *HECTOR_RESTRICT acc,
+                        std::int64_t ldc, bool first) {
+  using S = Simd<T>;
+  using V = typename S::Vec;
+  constexpr std::int64_t L = S::kLanes;
+  V c[MR][NV];
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j)
+      c[i][j] = first ? V{} : S::load(acc + i * ldc + j * L);
+  const T *a[MR];
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i)
+    a[i] = aRows[i] + k0;
   for (std::int64_t k = 0; k < kd; ++k) {
-    const T *HECTOR_RESTRICT bk = pack + k * NC;
-    const T v0 = a0[k], v1 = a1[k], v2 = a2[k], v3 = a3[k];
-#pragma omp simd
-    for (std::int64_t j = 0; j < Cols; ++j) {
-      const T b = bk[j];
-      reg[0][j] += v0 * b;
-      reg[1][j] += v1 * b;
-      reg[2][j] += v2 * b;
-      reg[3][j] += v3 * b;
+    V b[NV];
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j)
+      b[j] = S::load(pack + k * ldp + j * L);
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) {
+      const T av = a[i][k];
+#pragma GCC unroll 4
+      for (int j = 0; j < NV; ++j)
+        c[i][j] += av * b[j];
     }
   }
-  for (std::int64_t i = 0; i < kMicroRows; ++i)
-#pragma omp simd
-    for (std::int64_t j = 0; j < Cols; ++j)
-      c[i * NC + j] = reg[i][j];
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j)
+      S::store(acc + i * ldc + j * L, c[i][j]);
+}
+
+/// The micro-kernel for `rows` < MR rows (the tail of a row tile).
+template <typename T, int MR, int NV>
+inline void microKernelTail(std::int64_t rows, const T *const *aRows, std::int64_t k0,
+                            std::int64_t kd, const T *pack, std::int64_t ldp, T *acc,
+                            std::int64_t ldc, bool first) {
+  if constexpr (MR > 1) {
+    if (rows == MR - 1)
+      return microKernel<T, MR - 1, NV>(aRows, k0, kd, pack, ldp, acc, ldc, first);
+    return microKernelTail<T, MR - 1, NV>(rows, aRows, k0, kd, pack, ldp, acc, ldc, first);
+  }
+}
+
+/// Runs the micro-kernels over a [rows, nv vectors] accumulator tile (row stride ldc) for one
+/// depth block: column groups of up to four vectors, each over the rows in register blocks.
+template <typename T>
+inline void tileDepthBlock(std::int64_t rows, std::int64_t nv, const T *const *aRows,
+                           std::int64_t k0, std::int64_t kd, const T *pack, std::int64_t ldp,
+                           T *acc, std::int64_t ldc, bool first) {
+  constexpr std::int64_t L = Simd<T>::kLanes;
+  auto group = [&](auto nvTag, std::int64_t v0) {
+    constexpr int NV = decltype(nvTag)::value;
+    constexpr int MR = microRows(NV);
+    std::int64_t r = 0;
+    for (; r + MR <= rows; r += MR)
+      microKernel<T, MR, NV>(aRows + r, k0, kd, pack + v0 * L, ldp, acc + r * ldc + v0 * L, ldc,
+                             first);
+    if (r < rows)
+      microKernelTail<T, MR, NV>(rows - r, aRows + r, k0, kd, pack + v0 * L, ldp,
+                                 acc + r * ldc + v0 * L, ldc, first);
+  };
+  std::int64_t v0 = 0;
+  for (; v0 + 4 <= nv; v0 += 4)
+    group(std::integral_constant<int, 4>{}, v0);
+  switch (nv - v0) {
+  case 3: group(std::integral_constant<int, 3>{}, v0); break;
+  case 2: group(std::integral_constant<int, 2>{}, v0); break;
+  case 1: group(std::integral_constant<int, 1>{}, v0); break;
+  default: break;
+  }
 }
 
 /// Computes row-aligned results of every tile and hands each finished
-/// [rows, nw] block to `store(row, head, n0, nw, accRow)`.
+/// [rows, nw] block to `store(row, head, n0, nw, accRow)`, `row` the problem's
+/// logical row (an index into the segments' rows, before `rows`).
 template <typename T, BOp Op, typename Tile, typename Index, typename Store>
 void gemmTiles(const GemmProblem<T, Index> &p, Store &&store) {
-  constexpr std::int64_t MR = Tile::kRows, NC = Tile::kCols, KD = Tile::kDepth;
-  const std::vector<RowTile> tiles = makeRowTiles(p.numSegments, p.segOffsets, MR);
+  using S = Simd<T>;
+  constexpr std::int64_t L = S::kLanes;
+  constexpr std::int64_t MT = Tile::kRows, NC = Tile::kCols, KD = Tile::kDepth;
+  // The column block in whole vectors (zero-padded in the packed B).
+  constexpr std::int64_t NVC = (NC + L - 1) / L, LDP = NVC * L;
+  const std::vector<RowTile> tiles = makeRowTiles(p.numSegments, p.segOffsets, MT);
   const std::int64_t numTiles = static_cast<std::int64_t>(tiles.size());
   const std::int64_t colBlocks = ceilDiv<std::int64_t>(p.N, NC);
   const std::int64_t numTasks = numTiles * colBlocks * p.heads;
   if (numTasks == 0)
     return;
   const std::int64_t K = p.K, N = p.N;
+  // Buffers are allocated before the parallel region: an allocation failure is an exception
+  // of the caller's thread, never one inside an OpenMP region.
+  const int maxThreads = maxThreadCount();
+  std::vector<T> accAll(static_cast<std::size_t>(maxThreads * MT * LDP + L));
+  std::vector<T> packAll(static_cast<std::size_t>(maxThreads * KD * LDP + L));
 #pragma omp parallel
   {
-    std::vector<T> accBuf(MR * NC);
-    std::vector<T> packBuf(KD * NC);
-    T *HECTOR_RESTRICT acc = accBuf.data();
-    T *HECTOR_RESTRICT pack = packBuf.data();
-    const T *aRows[MR];
+    const int t = threadIndex();
+    T *HECTOR_RESTRICT acc = accAll.data() + t * MT * LDP;
+    T *HECTOR_RESTRICT pack = packAll.data() + t * KD * LDP;
+    const T *aRows[MT];
 #pragma omp for schedule(dynamic, 1)
     for (std::int64_t task = 0; task < numTasks; ++task) {
       const std::int64_t head = task % p.heads;
@@ -140,55 +223,83 @@ void gemmTiles(const GemmProblem<T, Index> &p, Store &&store) {
       const RowTile &tile = tiles[task / (p.heads * colBlocks)];
       const std::int64_t rows = tile.end - tile.begin;
       const std::int64_t n0 = cb * NC, nw = std::min<std::int64_t>(NC, N - n0);
+      const std::int64_t nv = ceilDiv<std::int64_t>(nw, L);
       const T *bSeg = p.B + tile.segment * p.strideB + head * K * N;
       for (std::int64_t r = 0; r < rows; ++r) {
         const std::int64_t row = tile.begin + r;
-        const std::int64_t in = p.gather ? static_cast<std::int64_t>(p.gather[row]) : row;
+        const std::int64_t phys = p.rows ? static_cast<std::int64_t>(p.rows[row]) : row;
+        const std::int64_t in = p.gather ? static_cast<std::int64_t>(p.gather[phys]) : phys;
         aRows[r] = p.A + in * p.lda + head * K;
       }
-      std::fill(acc, acc + rows * NC, T(0));
+      // Gathered rows are scattered in memory: start loading all of them (a few KiB) while B
+      // is packed.
+      for (std::int64_t r = 0; r < rows; ++r)
+        for (std::int64_t k = 0; k < K; k += 64 / static_cast<std::int64_t>(sizeof(T)))
+          __builtin_prefetch(aRows[r] + k);
+      if (K == 0)
+        std::fill(acc, acc + rows * LDP, T(0));
       for (std::int64_t k0 = 0; k0 < K; k0 += KD) {
         const std::int64_t kd = std::min<std::int64_t>(KD, K - k0);
-        packB<T, Op>(bSeg, K, N, k0, kd, n0, nw, pack, NC);
-        const std::int64_t fullRows = rows - rows % kMicroRows;
-        // Full micro-tiles of 16 columns, then of 8 and 4 (narrow products, such as RGAT's
-        // per-head weight products of 4 columns); fullCols columns in all.
-        std::int64_t fullCols = nw - nw % kMicroCols;
-        const bool cols8 = nw - fullCols >= 8;
-        const std::int64_t at8 = fullCols;
-        fullCols += cols8 ? 8 : 0;
-        const bool cols4 = nw - fullCols >= 4;
-        const std::int64_t at4 = fullCols;
-        fullCols += cols4 ? 4 : 0;
-        for (std::int64_t r = 0; r < fullRows; r += kMicroRows) {
-          for (std::int64_t n = 0; n < at8; n += kMicroCols)
-            microKernelImpl<T, NC>(aRows + r, k0, kd, pack + n, acc + r * NC + n);
-          if (cols8)
-            microKernelImpl<T, NC, 8>(aRows + r, k0, kd, pack + at8, acc + r * NC + at8);
-          if (cols4)
-            microKernelImpl<T, NC, 4>(aRows + r, k0, kd, pack + at4, acc + r * NC + at4);
-        }
-        // The edges of the tile: rows below a full micro-tile, columns right of one.
-        for (std::int64_t r = 0; r < rows; ++r) {
-          const std::int64_t nBegin = r < fullRows ? fullCols : 0;
-          if (nBegin == nw)
-            continue;
-          const T *HECTOR_RESTRICT a = aRows[r] + k0;
-          T *HECTOR_RESTRICT c = acc + r * NC;
-          for (std::int64_t k = 0; k < kd; ++k) {
-            const T av = a[k];
-            const T *HECTOR_RESTRICT bk = pack + k * NC;
-#pragma omp simd
-            for (std::int64_t n = nBegin; n < nw; ++n)
-              c[n] += av * bk[n];
-          }
-        }
+        packB<T, Op>(bSeg, K, N, k0, kd, n0, nw, pack, LDP);
+        for (std::int64_t k = 0; k < kd; ++k)
+          for (std::int64_t n = nw; n < nv * L; ++n)
+            pack[k * LDP + n] = T(0);
+        tileDepthBlock<T>(rows, nv, aRows, k0, kd, pack, LDP, acc, LDP, k0 == 0);
       }
       for (std::int64_t r = 0; r < rows; ++r)
-        store(tile.begin + r, head, n0, nw, acc + r * NC);
+        store(tile.begin + r, head, n0, nw, acc + r * LDP);
     }
   }
 }
+
+/// The weight-gradient micro-kernel: acc[MK rows of k, NV vectors of n] (row stride ldacc) +=
+/// sum_{r < rb} a[r][k] dc[r][n], over packed [rb, lda] / [rb, ldg] blocks, the accumulators
+/// in registers; every element sums its rows in increasing order.
+template <typename T, int MK, int NV>
+inline void wgradKernel(std::int64_t rb, const T *HECTOR_RESTRICT a, std::int64_t lda,
+                        const T *HECTOR_RESTRICT g, std::int64_t ldg, T *HECTOR_RESTRICT acc,
+                        std::int64_t ldacc) {
+  using S = Simd<T>;
+  using V = typename S::Vec;
+  constexpr std::int64_t L = S::kLanes;
+  V c[MK][NV];
+#pragma GCC unroll 8
+  for (int i = 0; i < MK; ++i)
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j)
+      c[i][j] = S::load(acc + i * ldacc + j * L);
+  for (std::int64_t r = 0; r < rb; ++r) {
+    V b[NV];
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j)
+      b[j] = S::load(g + r * ldg + j * L);
+#pragma GCC unroll 8
+    for (int i = 0; i < MK; ++i) {
+      const T av = a[r * lda + i];
+#pragma GCC unroll 4
+      for (int j = 0; j < NV; ++j)
+        c[i][j] += av * b[j];
+    }
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < MK; ++i)
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j)
+      S::store(acc + i * ldacc + j * L, c[i][j]);
+}
+
+/// The weight-gradient kernel for `mk` < MK rows of k.
+template <typename T, int MK, int NV>
+inline void wgradKernelTail(std::int64_t mk, std::int64_t rb, const T *a, std::int64_t lda,
+                            const T *g, std::int64_t ldg, T *acc, std::int64_t ldacc) {
+  if constexpr (MK > 1) {
+    if (mk == MK - 1)
+      return wgradKernel<T, MK - 1, NV>(rb, a, lda, g, ldg, acc, ldacc);
+    return wgradKernelTail<T, MK - 1, NV>(mk, rb, a, lda, g, ldg, acc, ldacc);
+  }
+}
+
+#pragma GCC diagnostic pop
 
 } // namespace detail
 
@@ -226,8 +337,9 @@ void segmentedGemm(const GemmProblem<T, Index> &p) {
     detail::gemmTiles<T, Op, Tile>(
         p, [&](std::int64_t row, std::int64_t head, std::int64_t n0, std::int64_t nw,
                const T *HECTOR_RESTRICT acc) {
+          const std::int64_t phys = p.rows ? static_cast<std::int64_t>(p.rows[row]) : row;
           const std::int64_t out =
-              Mode == Scatter::kStoreIndex ? static_cast<std::int64_t>(p.scatter[row]) : row;
+              Mode == Scatter::kStoreIndex ? static_cast<std::int64_t>(p.scatter[phys]) : phys;
           T *HECTOR_RESTRICT c = p.C + out * p.ldc + head * p.N + n0;
           if constexpr (Mode == Scatter::kAccumulate) {
 #pragma omp simd
@@ -240,6 +352,7 @@ void segmentedGemm(const GemmProblem<T, Index> &p) {
           }
         });
   } else {
+    static_assert(Mode == Scatter::kAccumulateIndex || Mode == Scatter::kAtomicAccumulateIndex);
     if (p.numSegments == 0)
       return;
     const std::int64_t base = p.segOffsets[0];
@@ -291,11 +404,15 @@ void segmentedGemm(const GemmProblem<T, Index> &p) {
 template <typename T, BOp Op, Assign Mode, typename Tile = GemmTile<T>,
           typename Index = std::int64_t>
 void segmentedWeightGrad(const WeightGradProblem<T, Index> &p) {
+  using S = detail::Simd<T>;
+  constexpr std::int64_t L = S::kLanes;
   constexpr std::int64_t CR = Tile::kWgradRows;
-  constexpr std::int64_t RB = 64, KB = 32, NB = 128; // L1 blocking of the updates
+  constexpr std::int64_t RB = 64; // rows packed per block (two [RB, K/N] blocks stay in L1/L2)
   const std::int64_t K = p.K, N = p.N, KN = K * N, H = p.heads;
   if (p.numSegments == 0 || KN == 0 || H == 0)
     return;
+  // Accumulators are [K, NP] with NP = N rounded up to whole vectors (zero-padded columns).
+  const std::int64_t NP = ceilDiv<std::int64_t>(N, L) * L, KNP = K * NP;
 
   // Chunks per segment; partial slots only for segments of several chunks.
   std::vector<std::int64_t> chunkStart(p.numSegments + 1, 0), slotStart(p.numSegments + 1, 0);
@@ -306,7 +423,7 @@ void segmentedWeightGrad(const WeightGradProblem<T, Index> &p) {
     slotStart[s + 1] = slotStart[s] + (chunks > 1 ? chunks : 0);
   }
   const std::int64_t numChunks = chunkStart[p.numSegments];
-  std::vector<T> partials(static_cast<std::size_t>(slotStart[p.numSegments] * H * KN));
+  std::vector<T> partials(static_cast<std::size_t>(slotStart[p.numSegments] * H * KNP));
 
   auto writeOut = [&](std::int64_t s, std::int64_t head, const T *HECTOR_RESTRICT acc) {
     T *HECTOR_RESTRICT d = p.dB + s * p.strideB + head * KN;
@@ -314,9 +431,9 @@ void segmentedWeightGrad(const WeightGradProblem<T, Index> &p) {
       for (std::int64_t n = 0; n < N; ++n) {
         const std::int64_t at = Op == BOp::kIdentity ? k * N + n : n * K + k;
         if constexpr (Mode == Assign::kAdd)
-          d[at] += acc[k * N + n];
+          d[at] += acc[k * NP + n];
         else
-          d[at] = acc[k * N + n];
+          d[at] = acc[k * NP + n];
       }
   };
 
@@ -328,13 +445,17 @@ void segmentedWeightGrad(const WeightGradProblem<T, Index> &p) {
           std::fill(p.dB + s * p.strideB + h * KN, p.dB + s * p.strideB + (h + 1) * KN, T(0));
   }
 
+  // Per-thread buffers, allocated before the parallel region: the [K, NP] accumulator and the
+  // packed row blocks of A ([RB, K]) and dC ([RB, NP], zero-padded).
+  const int maxThreads = maxThreadCount();
+  const std::int64_t perThread = KNP + RB * K + RB * NP;
+  std::vector<T> buffers(static_cast<std::size_t>(maxThreads * perThread));
   const std::int64_t numTasks = numChunks * H;
 #pragma omp parallel
   {
-    std::vector<T> accBuf(KN);
-    T *HECTOR_RESTRICT acc = accBuf.data();
-    const T *aRows[RB];
-    const T *gRows[RB];
+    T *HECTOR_RESTRICT acc = buffers.data() + threadIndex() * perThread;
+    T *HECTOR_RESTRICT packA = acc + KNP;
+    T *HECTOR_RESTRICT packG = packA + RB * K;
 #pragma omp for schedule(dynamic, 1)
     for (std::int64_t task = 0; task < numTasks; ++task) {
       const std::int64_t head = task % H, chunk = task / H;
@@ -343,31 +464,39 @@ void segmentedWeightGrad(const WeightGradProblem<T, Index> &p) {
       const std::int64_t local = chunk - chunkStart[s];
       const std::int64_t begin = p.segOffsets[s] + local * CR;
       const std::int64_t end = std::min<std::int64_t>(p.segOffsets[s + 1], begin + CR);
-      std::fill(acc, acc + KN, T(0));
+      std::fill(acc, acc + KNP, T(0));
       for (std::int64_t r0 = begin; r0 < end; r0 += RB) {
         const std::int64_t rb = std::min<std::int64_t>(RB, end - r0);
         for (std::int64_t r = 0; r < rb; ++r) {
           const std::int64_t row = r0 + r;
-          const std::int64_t ia = p.gatherA ? static_cast<std::int64_t>(p.gatherA[row]) : row;
-          const std::int64_t ic = p.gatherC ? static_cast<std::int64_t>(p.gatherC[row]) : row;
-          aRows[r] = p.A + ia * p.lda + head * K;
-          gRows[r] = p.dC + ic * p.ldc + head * N;
+          const std::int64_t phys = p.rows ? static_cast<std::int64_t>(p.rows[row]) : row;
+          const std::int64_t ia = p.gatherA ? static_cast<std::int64_t>(p.gatherA[phys]) : phys;
+          const std::int64_t ic = p.gatherC ? static_cast<std::int64_t>(p.gatherC[phys]) : phys;
+          const T *HECTOR_RESTRICT a = p.A + ia * p.lda + head * K;
+          const T *HECTOR_RESTRICT g = p.dC + ic * p.ldc + head * N;
+          std::copy(a, a + K, packA + r * K);
+          std::copy(g, g + N, packG + r * NP);
+          std::fill(packG + r * NP + N, packG + (r + 1) * NP, T(0));
         }
-        for (std::int64_t k0 = 0; k0 < K; k0 += KB) {
-          const std::int64_t kb = std::min<std::int64_t>(KB, K - k0);
-          for (std::int64_t n0 = 0; n0 < N; n0 += NB) {
-            const std::int64_t nb = std::min<std::int64_t>(NB, N - n0);
-            for (std::int64_t r = 0; r < rb; ++r) {
-              const T *HECTOR_RESTRICT a = aRows[r] + k0;
-              const T *HECTOR_RESTRICT g = gRows[r] + n0;
-              for (std::int64_t k = 0; k < kb; ++k) {
-                const T av = a[k];
-                T *HECTOR_RESTRICT c = acc + (k0 + k) * N + n0;
-#pragma omp simd
-                for (std::int64_t n = 0; n < nb; ++n)
-                  c[n] += av * g[n];
-              }
-            }
+        // Register blocks of the [K, NP] accumulator: up to 4 vectors of n by 4 (or 8) k.
+        for (std::int64_t v0 = 0; v0 < NP / L; v0 += 4) {
+          const std::int64_t nv = std::min<std::int64_t>(4, NP / L - v0);
+          auto block = [&](auto nvTag) {
+            constexpr int NV = decltype(nvTag)::value;
+            constexpr int MK = NV >= 3 ? 4 : 8;
+            std::int64_t k = 0;
+            for (; k + MK <= K; k += MK)
+              detail::wgradKernel<T, MK, NV>(rb, packA + k, K, packG + v0 * L, NP,
+                                     acc + k * NP + v0 * L, NP);
+            if (k < K)
+              detail::wgradKernelTail<T, MK, NV>(K - k, rb, packA + k, K, packG + v0 * L, NP,
+                                         acc + k * NP + v0 * L, NP);
+          };
+          switch (nv) {
+          case 4: block(std::integral_constant<int, 4>{}); break;
+          case 3: block(std::integral_constant<int, 3>{}); break;
+          case 2: block(std::integral_constant<int, 2>{}); break;
+          default: block(std::integral_constant<int, 1>{}); break;
           }
         }
       }
@@ -375,8 +504,8 @@ void segmentedWeightGrad(const WeightGradProblem<T, Index> &p) {
       if (chunks == 1) {
         writeOut(s, head, acc);
       } else {
-        T *slot = partials.data() + ((slotStart[s] + local) * H + head) * KN;
-        std::copy(acc, acc + KN, slot);
+        T *slot = partials.data() + ((slotStart[s] + local) * H + head) * KNP;
+        std::copy(acc, acc + KNP, slot);
       }
     }
 
@@ -388,12 +517,12 @@ void segmentedWeightGrad(const WeightGradProblem<T, Index> &p) {
       const std::int64_t chunks = slotStart[s + 1] - slotStart[s];
       if (chunks == 0)
         continue;
-      const T *first = partials.data() + (slotStart[s] * H + head) * KN;
-      std::copy(first, first + KN, acc);
+      const T *first = partials.data() + (slotStart[s] * H + head) * KNP;
+      std::copy(first, first + KNP, acc);
       for (std::int64_t c = 1; c < chunks; ++c) {
-        const T *HECTOR_RESTRICT part = partials.data() + ((slotStart[s] + c) * H + head) * KN;
+        const T *HECTOR_RESTRICT part = partials.data() + ((slotStart[s] + c) * H + head) * KNP;
 #pragma omp simd
-        for (std::int64_t i = 0; i < KN; ++i)
+        for (std::int64_t i = 0; i < KNP; ++i)
           acc[i] += part[i];
       }
       writeOut(s, head, acc);
