@@ -401,6 +401,7 @@ def child_main(config_path: str) -> int:
         if cuda:
             coo = {k: v.to(dev) for k, v in coo.items()}
             sync()
+            torch.cuda.reset_peak_memory_stats(dev)
         if impl == "hector":
             t0 = time.perf_counter()
             graph = hector.Graph(coo["src"], coo["dst"], coo["etype"], num_nodes=N,
@@ -519,6 +520,8 @@ def child_main(config_path: str) -> int:
             params = dict(conv.named_parameters())
             grad_of = {a: params[b] for a, b in GRAD_PAIRS.get(model, [])}
         rep["params"] = sum(p.numel() for p in module.parameters())
+        if cuda:
+            rep["cuda_peak_graph"] = torch.cuda.max_memory_allocated(dev)
         rep.save("infer")
 
         # Inference, then training; the output at the sampled rows from the last inference.
@@ -556,10 +559,8 @@ def child_main(config_path: str) -> int:
             loss.backward()
         if cuda:
             torch.cuda.reset_peak_memory_stats(dev)
-        if "error" in rep["infer"] and rep["infer"].get("oom"):
-            rep["train"] = {"error": "not run: inference ran out of memory", "oom": True}
-        else:
-            try:
+        if True:   # also after an inference that ran out of memory: ours may pick another
+            try:       # variant for training, and a failed allocation leaves the process usable
                 rep["train"] = timed(train, cfg["repeats"], cfg["budget"], sync)
                 g_samples = {}
                 for name, p in grad_of.items():
@@ -690,8 +691,17 @@ def run_one(cfg: dict, args, work: pathlib.Path) -> dict:
             m["note"] = oom_text(m["error"], cap or 0)
         if isinstance(m, dict) and m.get("cold"):
             notes.append(f"{kind}: 1 cold call")
-    if row.get("peak_rss") and row.get("E"):
-        row["bytes_per_edge"] = row["peak_rss"] / row["E"]
+    # The memory the report compares: the process's peak resident set, or on CUDA the peak of
+    # PyTorch's GPU allocations over the graph build, inference and training.
+    if cfg["device"] == "cuda":
+        peaks = [row.get(f"cuda_peak_{k}") for k in ("graph", "infer", "train")]
+        row["peak_mem"] = max([p for p in peaks if p is not None], default=None)
+    else:
+        row["peak_mem"] = row.get("peak_rss")
+    if row.get("peak_mem") and row.get("E"):
+        row["bytes_per_edge"] = row["peak_mem"] / row["E"]
+    if row.get("peak_rss") and row.get("base_rss") and cfg["device"] != "cuda":
+        row["peak_above_base"] = row["peak_rss"] - row["base_rss"]
     row["notes"] = notes
     return row
 
@@ -748,9 +758,7 @@ def table(rows: list[dict], args) -> list[str]:
         variant = r.get("variant_train") or ""
         if r.get("variant_infer") and r.get("variant_infer") != variant:
             variant += f" / {r['variant_infer']}"
-        mem = (max(r.get("cuda_peak_infer") or 0, r.get("cuda_peak_train") or 0) or None
-               if args.device == "cuda" else r.get("peak_rss"))
-        bpe = mem / r["E"] if mem and r.get("E") else None
+        mem, bpe = r.get("peak_mem"), r.get("bytes_per_edge")
         notes = list(r["notes"])
         for kind in ("train", "infer"):
             m = r.get(kind) or {}
@@ -763,7 +771,7 @@ def table(rows: list[dict], args) -> list[str]:
             f"{r.get('E'):,}" if r.get("E") else "-", r["model"],
             impl_label(r["model"], r["impl"]), fmt(r.get("graph_build_s")),
             fmt(r.get("graph_bytes"), scale=1 / MiB), cell_time(r.get("train")),
-            cell_time(r.get("infer")), fmt(mem, scale=1 / GiB), fmt(bpe, 4), variant or "-",
+            cell_time(r.get("infer")), fmt(mem, scale=1 / GiB), "-" if bpe is None else f"{bpe:,.0f}", variant or "-",
             "; ".join(notes).replace("|", "/")]) + " |")
     return out
 
@@ -773,7 +781,7 @@ def ratios(rows: list[dict], args) -> list[str]:
     ours = {(r["graph"], r["scale"], r["model"]): r for r in rows if r["impl"] == "hector"}
     out = ["| graph | scale | model | PyG layer | train step | inference | peak memory |",
            "|---|---|---|---|---|---|---|"]
-    mem_key = "cuda_peak_train" if args.device == "cuda" else "peak_rss"
+    mem_key = "peak_mem"
 
     def ratio(p, o):
         if p is None or o is None:
@@ -803,17 +811,20 @@ def ratios(rows: list[dict], args) -> list[str]:
 def growth(rows: list[dict], args) -> list[str]:
     """Ratios between consecutive sizes of one (graph, model, implementation), and the same per
     doubling of E (ratio ** (1 / log2(E ratio)))."""
-    mem_key = "cuda_peak_train" if args.device == "cuda" else "peak_rss"
+    mem_key = "peak_mem"
     by = {}
     for r in rows:
         if "E" in r and "skipped" not in r:
             by.setdefault((r["graph"], r["model"], r["impl"]), []).append(r)
     out = ["| graph | model | impl | scales | E ratio | train step | inference | peak memory "
-           "| graph build | graph bytes |", "|---|---|---|---|---|---|---|---|---|---|"]
+           "| peak above base | graph build | graph bytes |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
 
     def g(a, b, e_ratio):
         if a is None or b is None or a <= 0 or e_ratio <= 1:
             return "-"
+        if abs(e_ratio - 2) < 0.01:   # a doubling already
+            return f"{b / a:.2f}x"
         per = (b / a) ** (1 / math.log2(e_ratio))
         return f"{b / a:.2f}x ({per:.2f}x/doubling)"
     for (graph, model, impl), rs in by.items():
@@ -826,6 +837,7 @@ def growth(rows: list[dict], args) -> list[str]:
                        f"{g(t(a, 'train'), t(b, 'train'), er)} | "
                        f"{g(t(a, 'infer'), t(b, 'infer'), er)} | "
                        f"{g(a.get(mem_key), b.get(mem_key), er)} | "
+                       f"{g(a.get('peak_above_base'), b.get('peak_above_base'), er)} | "
                        f"{g(a.get('graph_build_s'), b.get('graph_build_s'), er)} | "
                        f"{g(a.get('graph_bytes'), b.get('graph_bytes'), er)} |")
     return out
@@ -1037,6 +1049,16 @@ def main() -> int:
           f"{mach['torch_geometric']}{'' if mach.get('pyg_lib') else ' (without pyg-lib)'}, "
           f"revision {mach.get('revision', '?')}\n")
     print("\n".join(table(rows, args)))
+    checked = [r for r in rows if "forward_rel_err" in r and r["impl"] != "hector"]
+    if checked:
+        fwd = max(r["forward_rel_err"] for r in checked)
+        grads = [r["grad_rel_err"] for r in checked if "grad_rel_err" in r]
+        bad = [r for r in checked if any("differ" in n for n in r["notes"])]
+        print(f"\nChecks: the outputs of {len(checked)} PyG row(s) at {SAMPLE_ROWS}+ sampled rows "
+              f"against ours: largest relative error {fwd:.1e}"
+              + (f"; weight gradients {max(grads):.1e}" if grads else "")
+              + (f"; {len(bad)} disagree (see notes)" if bad else
+                 f" (within {FORWARD_TOL:g} / {GRAD_TOL:g})"))
     if no_peer:
         print(f"\n{', '.join(no_peer)}: no PyG layer computes this model (ours only).")
     r = ratios(rows, args)
@@ -1060,7 +1082,12 @@ def main() -> int:
 
 if __name__ == "__main__":
     if len(sys.argv) >= 3 and sys.argv[1] == "_child":
-        sys.exit(child_main(sys.argv[2]))
+        code = child_main(sys.argv[2])
+        # The results are written: skip the interpreter's teardown, which grows the resident
+        # set of a process that has imported torch by some 0.2 GiB (and is no part of the run).
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
     if len(sys.argv) >= 5 and sys.argv[1] == "_compile":
         sys.exit(compile_main(sys.argv[2:]))
     sys.exit(main())
