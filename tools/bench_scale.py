@@ -1,5 +1,7 @@
-"""Full-graph training at the sizes of real graphs, ours against PyG: every (graph, size, model,
-implementation) in a fresh process under a memory cap, over a size series.
+"""Full-graph training at the sizes of real graphs, ours against PyG, over a size series.
+
+Every (graph, size, model, implementation) runs in a fresh process under a memory cap, one at a
+time; the report has their times, peak memory, graph preparation, ratios and growth.
 
     python tools/bench_scale.py                                   # mag, 1/8 .. 1, every model
     python tools/bench_scale.py --graphs mag --scales 0.125 --models rgcn --impls hector,pyg
@@ -9,8 +11,8 @@ implementation) in a fresh process under a memory cap, over a size series.
 
 Graphs: synthetic graphs with the published statistics of ogbn-mag and ogbl-wikikg2, generated
 by tools/synth_graphs.py (its docstring says how): `mag` (the default) is ogbn-mag's 1,939,743
-nodes of 4 types and 21,111,007 edges over 8 relations (its 4 relations and their reverses
-sharing the published counts: the size issue 14 was measured at); `mag4` the 4 relations without
+nodes of 4 types and its published 21,111,007 edges over 8 relations (its 4 relations and their
+reverses, each pair sharing its relation's count); `mag4` the 4 relations without
 reverses (21.1M edges); `mag_undirected` the 4 relations and all their reverses (42.2M edges);
 `wikikg2` 2,500,604 nodes, 16.1M edges, 535 relations of Zipf-distributed sizes. Degrees are
 power-law at both ends. `--scales` multiplies every node and edge count (1 = full size). The
@@ -20,12 +22,13 @@ beyond --cache-gib), so each measuring process loads its graph rather than gener
 Models (one layer, in = out = --hidden 64, float32, features x random [N, hidden], loss: mean
 square error against a fixed random target):
 
-| model    | ours (examples/, hectorc)       | PyG                                          |
-|----------|---------------------------------|----------------------------------------------|
-| rgcn     | rgcn.hector, norm 1/|N_r(i)|    | RGCNConv(aggr='mean') (pyg), FastRGCNConv (pyg_fast) |
-| rgat     | rgat.hector (Hector's RGAT)     | none (no PyG layer computes it)              |
-| rgat_pyg | rgat_pyg.hector, 4 heads x 16   | RGATConv (across-relation, additive self-attention) |
-| hgt      | hgt.hector, 4 heads             | HGTConv on the heterogeneous form (x_dict, edge_index_dict) |
+- rgcn: ours rgcn.hector with its norm input 1/|N_r(i)|; PyG RGCNConv(aggr='mean') (impl
+  pyg) and FastRGCNConv(aggr='mean') (impl pyg_fast).
+- rgat: ours rgat.hector (Hector's RGAT); no PyG layer computes it, so it has no peer.
+- rgat_pyg: ours rgat_pyg.hector, --heads 4 of hidden / 4; PyG RGATConv (across-relation,
+  additive self-attention).
+- hgt: ours hgt.hector, --heads 4; PyG HGTConv on the heterogeneous form (x_dict,
+  edge_index_dict: one entry per node type and per relation).
 
 Both sides get the same weights, drawn from a seed in each process (make_weights), PyG's mapped
 onto its layouts by test/python/references.py's builders (rgcn_pyg, rgat_pyg, hgt_pyg: each
@@ -41,16 +44,19 @@ What one process measures, in this order:
 - graph build: ours: hector.Graph(src, dst, etype, ntype=...) (and RGCN's norm input, norm_s in
   the JSON); PyG: its inputs from the COO (edge_index [2, E] and edge_type, or HGT's
   edge_index_dict). "graph MiB": the bytes of the distinct storages of graph.tensors() (ours),
-  of those inputs (PyG); graph_vs_coo in the JSON: ours over the int64 COO it was given.
+  of those inputs (PyG); "graph N.Nx COO" in the notes (graph_vs_coo in the JSON): ours over
+  the int64 COO it was given (src, dst, etype [E], ntype [N]).
   The COO arrays are then dropped where the implementation no longer needs them.
 - inference: the layer's forward under torch.no_grad (eval mode); training step: forward + MSE
   loss + backward (gradients set to None before each; no optimiser). Each: one warm-up call,
   then the median of up to --repeats calls, stopping once they have taken --budget seconds; a
   warm-up call that alone takes --budget is the measurement ("1 cold call" in the notes).
-- peak resident memory: the process's VmHWM (/proc/self/status) at the end: everything,
-  inputs included (the Python interpreter with torch is about 0.7 GiB of it, PyG's import 0.15
-  GiB more: base_rss in the JSON); bytes/edge = peak / E. On CUDA the memory column is
-  torch.cuda.max_memory_allocated over the run (host VmHWM in the JSON), times synchronised.
+- peak resident memory: the process's VmHWM (/proc/self/status) once it has measured (it then
+  exits without the interpreter's teardown): everything, inputs included. Of it, the
+  interpreter with torch and our runtime is about 0.68 GiB here, with PyG about 0.83 GiB
+  (base_rss in the JSON; peak_above_base the rest); bytes/edge = peak / E. On CUDA the memory
+  column is torch.cuda.max_memory_allocated over the graph build, inference and training
+  (host VmHWM in the JSON), and times are synchronised.
 - variant: layer.chosen_variant(graph) for training / inference; layer.explain(graph) in the JSON.
 
 The cap (--cap-gib, per process): after its imports, the process limits its address space
@@ -109,7 +115,8 @@ SAMPLE_GRADS = 256     # entries of every compared weight gradient
 FORWARD_TOL = 1e-4     # relative to the largest sampled value (float32), as bench_train's check
 GRAD_TOL = 1e-3        # gradients sum over millions of edges in float32, in different orders
 OOM_MARKERS = ("not enough memory", "defaultcpuallocator", "bad_alloc", "out of memory",
-               "cannot allocate memory", "can't allocate memory", "memoryerror")
+               "cannot allocate memory", "can't allocate memory", "memoryerror",
+               "thread creation failed")   # libgomp, when the address-space limit is reached
 
 
 def impl_label(model: str, impl: str) -> str:
@@ -331,34 +338,36 @@ def child_main(config_path: str) -> int:
     cfg = json.loads(pathlib.Path(config_path).read_text())
     rep = Report(cfg["result"])
     rep.save("start")
-    import numpy as np
-    import torch
-    torch.set_num_threads(cfg["threads"])
-    dev = torch.device(cfg["device"])
-    cuda = dev.type == "cuda"
-    sync = (lambda: torch.cuda.synchronize()) if cuda else (lambda: None)
-    model, impl = cfg["model"], cfg["impl"]
-    sys.path.insert(0, str(ROOT / "runtime" / "python"))
-    sys.path.insert(0, str(ROOT / "test" / "python"))
-    if impl == "hector":
-        import hector
-        Layer = hector.load(cfg["lib"])
-    else:
-        import torch_geometric.typing
-        import bench_train   # hetero_linear_split; it imports references and PyG
-        from references import TestGraph, hgt_pyg, rgat_pyg, rgcn_pyg
-    if cuda:
-        torch.zeros(1, device=dev)   # the context, before the baseline
-        if cfg.get("gpu_cap_bytes"):
-            total = torch.cuda.get_device_properties(dev).total_memory
-            torch.cuda.set_per_process_memory_fraction(min(1.0, cfg["gpu_cap_bytes"] / total), dev)
-    rep["base_rss"] = proc_status("VmRSS")
-    if cfg["cap_bytes"] and not cuda:
-        rep["rlimit_as"] = apply_cap(cfg["cap_bytes"])
-    rep.save("load")
-
-    phase = "load"
+    phase = "start"
     try:
+        import numpy as np
+        import torch
+        torch.set_num_threads(cfg["threads"])
+        dev = torch.device(cfg["device"])
+        cuda = dev.type == "cuda"
+        sync = (lambda: torch.cuda.synchronize()) if cuda else (lambda: None)
+        model, impl = cfg["model"], cfg["impl"]
+        sys.path.insert(0, str(ROOT / "runtime" / "python"))
+        sys.path.insert(0, str(ROOT / "test" / "python"))
+        if impl == "hector":
+            import hector
+            Layer = hector.load(cfg["lib"])
+        else:
+            import torch_geometric.typing
+            import bench_train   # hetero_linear_split; it imports references and PyG
+            from references import TestGraph, hgt_pyg, rgat_pyg, rgcn_pyg
+        if cuda:
+            torch.zeros(1, device=dev)   # the context, before the baseline
+            if cfg.get("gpu_cap_bytes"):
+                total = torch.cuda.get_device_properties(dev).total_memory
+                torch.cuda.set_per_process_memory_fraction(
+                    min(1.0, cfg["gpu_cap_bytes"] / total), dev)
+        rep["base_rss"] = proc_status("VmRSS")
+        if cfg["cap_bytes"] and not cuda:
+            rep["rlimit_as"] = apply_cap(cfg["cap_bytes"])
+        rep.save("load")
+
+        phase = "load"
         spec = sg.SPECS[cfg["graph"]]
         cache = pathlib.Path(cfg["cache_dir"]) if cfg.get("cache_dir") else None
         g, _, how = sg.load_or_generate(spec, cfg["scale"], cfg["seed"], cache, 0, store=False)
@@ -393,6 +402,12 @@ def child_main(config_path: str) -> int:
             if t in pos_of:
                 sample.add(pos_of[t] + v - off[t])
         sample = torch.tensor(sorted(sample), dtype=torch.int64)
+        # ... as node ids, and grouped by node type (positions follow the types' order)
+        starts = torch.tensor([pos_of[t] for t in covered], dtype=torch.int64)
+        which = torch.bucketize(sample, starts, right=True) - 1
+        sample_type = torch.tensor(covered, dtype=torch.int64)[which]
+        sample_local = sample - starts[which]
+        sample_ids = torch.tensor(off)[sample_type] + sample_local
         weights = make_weights(model, R, T, cfg["hidden"], cfg["heads"], cfg["seed"])
         rep.update(N=N, E=E, R=R, T=T, coo_bytes=coo_bytes, output_rows=M)
         rep.save("graph")
@@ -413,6 +428,21 @@ def child_main(config_path: str) -> int:
             rep["graph_sum_nbytes"] = sum(t.nbytes for t in tensors)
             rep["graph_vs_coo"] = rep["graph_bytes"] / coo_bytes
             del tensors
+            names = [d["name"] for d in Layer.manifest["inputs"]]
+            t0 = time.perf_counter()
+            norm = None
+            if "norm" in names:   # PyG RGCNConv's mean: 1/|N_r(i)| per edge, in the user's order
+                try:
+                    norm = graph.unsort_edge_data(graph.tensors()["norm_relation"])
+                except (AttributeError, KeyError):   # a graph without it: computed here
+                    key = coo["dst"] * R + coo["etype"]
+                    counts = torch.bincount(key, minlength=N * R)
+                    norm = 1.0 / counts[key].to(torch.float32)
+                    del key, counts
+                    rep.setdefault("notes", []).append("norm computed by the benchmark")
+                norm = norm.to(torch.float32)
+            sync()
+            rep["norm_s"] = time.perf_counter() - t0
             del coo   # the graph keeps what it needs
             layer = Layer(num_relations=R, num_ntypes=T, dtype=torch.float32, device=dev)
             params = dict(layer.named_parameters())
@@ -425,21 +455,14 @@ def child_main(config_path: str) -> int:
                         raise RuntimeError(f"weight {name}: the library has {tuple(p.shape)}, "
                                            f"the benchmark {tuple(weights[name].shape)}")
                     p.copy_(weights[name])
-            names = [d["name"] for d in layer.manifest["inputs"]]
             inputs = []
-            t0 = time.perf_counter()
             for name in names:
-                if name == "x":
-                    inputs.append(x)
-                elif name == "norm":   # PyG RGCNConv's mean: 1/|N_r(i)| per edge, user order
-                    norm = graph.tensors()["norm_relation"]
-                    inputs.append(graph.unsort_edge_data(norm).to(torch.float32))
-                    del norm
+                if name in ("x", "norm"):
+                    inputs.append(x if name == "x" else norm)
                 else:
                     raise RuntimeError(f"{model}: the library wants an input {name!r} the "
                                        "benchmark does not know")
-            sync()
-            rep["norm_s"] = time.perf_counter() - t0
+            del norm
             for training in (True, False):
                 try:
                     rep[f"variant_{'train' if training else 'infer'}"] = \
@@ -457,6 +480,8 @@ def child_main(config_path: str) -> int:
                 rows = lambda out: out[row_idx]   # noqa: E731
             module = layer
             call = lambda: layer(graph, *inputs)   # noqa: E731
+            ids_dev = sample_ids.to(dev)
+            pick = lambda out: out.index_select(0, ids_dev)   # noqa: E731
             grad_of = {a: params[a] for a, _ in GRAD_PAIRS.get(model, [])}
         else:
             # PyG's layer with our weights, built by references.py on a graph with one edge per
@@ -507,6 +532,10 @@ def child_main(config_path: str) -> int:
                 module = conv
                 call = lambda: conv(x_in, ei)   # noqa: E731
                 rows = lambda out: torch.cat([out[f"t{t}"] for t in covered])   # noqa: E731
+                local = {t: sample_local[sample_type == t].to(dev) for t in covered}
+
+                def pick(out):
+                    return torch.cat([out[f"t{t}"].index_select(0, local[t]) for t in covered])
             else:
                 edge_index = torch.stack([coo["src"], coo["dst"]])
                 edge_type = coo["etype"]
@@ -517,6 +546,8 @@ def child_main(config_path: str) -> int:
                 module = conv
                 call = lambda: conv(x, edge_index, edge_type)   # noqa: E731
                 rows = lambda out: out   # noqa: E731
+                ids_dev = sample_ids.to(dev)
+                pick = lambda out: out.index_select(0, ids_dev)   # noqa: E731
             params = dict(conv.named_parameters())
             grad_of = {a: params[b] for a, b in GRAD_PAIRS.get(model, [])}
         rep["params"] = sum(p.numel() for p in module.parameters())
@@ -524,15 +555,15 @@ def child_main(config_path: str) -> int:
             rep["cuda_peak_graph"] = torch.cuda.max_memory_allocated(dev)
         rep.save("infer")
 
-        # Inference, then training; the output at the sampled rows from the last inference.
+        # Inference (the layer alone), then training; the output at the sampled rows from the
+        # last inference.
         phase = "infer"
-        sample_dev = sample.to(dev)
         last = {}
 
         def infer():
             with torch.no_grad():
-                out = rows(call())
-                last["rows"] = out.index_select(0, sample_dev).cpu()
+                out = call()
+                last["rows"] = pick(out)
                 del out
         module.eval()
         if cuda:
@@ -540,7 +571,7 @@ def child_main(config_path: str) -> int:
         try:
             rep["infer"] = timed(infer, cfg["repeats"], cfg["budget"], sync)
             rep["sample_rows"] = sample.tolist()
-            rep["out_rows"] = last["rows"].tolist()
+            rep["out_rows"] = last["rows"].cpu().tolist()
         except Exception as e:   # noqa: BLE001 - a failed measurement is a result
             rep["infer"] = {"error": short_error(e), "oom": is_oom(e)}
         if cuda:
@@ -559,21 +590,22 @@ def child_main(config_path: str) -> int:
             loss.backward()
         if cuda:
             torch.cuda.reset_peak_memory_stats(dev)
-        if True:   # also after an inference that ran out of memory: ours may pick another
-            try:       # variant for training, and a failed allocation leaves the process usable
-                rep["train"] = timed(train, cfg["repeats"], cfg["budget"], sync)
-                g_samples = {}
-                for name, p in grad_of.items():
-                    if p.grad is None:
-                        g_samples[name] = None
-                        continue
-                    flat = p.grad.detach().reshape(-1).cpu()
-                    idx = torch.randint(0, flat.numel(), (SAMPLE_GRADS,),
-                                        generator=torch.Generator().manual_seed(11))
-                    g_samples[name] = flat[idx].tolist()
-                rep["grad_samples"] = g_samples
-            except Exception as e:   # noqa: BLE001
-                rep["train"] = {"error": short_error(e), "oom": is_oom(e)}
+        # Also after an inference that ran out of memory: ours may choose another variant for
+        # training, and a failed allocation leaves the process usable.
+        try:
+            rep["train"] = timed(train, cfg["repeats"], cfg["budget"], sync)
+            g_samples = {}
+            for name, p in grad_of.items():
+                if p.grad is None:
+                    g_samples[name] = None
+                    continue
+                flat = p.grad.detach().reshape(-1).cpu()
+                idx = torch.randint(0, flat.numel(), (SAMPLE_GRADS,),
+                                    generator=torch.Generator().manual_seed(11))
+                g_samples[name] = flat[idx].tolist()
+            rep["grad_samples"] = g_samples
+        except Exception as e:   # noqa: BLE001
+            rep["train"] = {"error": short_error(e), "oom": is_oom(e)}
         if cuda:
             rep["cuda_peak_train"] = torch.cuda.max_memory_allocated(dev)
         for p in weights_list:
@@ -668,14 +700,19 @@ def run_one(cfg: dict, args, work: pathlib.Path) -> dict:
     row["watchdog_max_rss"] = outcome["max_rss"]
     row["wall_s"] = outcome["wall_s"]
     row["_fingerprint"] = {k: result.get(k) for k in ("sample_rows", "out_rows", "grad_samples")}
-    notes = []
+    notes = list(result.get("notes", []))
     ended = classify_exit(outcome, result, tail, cap, args.timeout)
     if ended is not None:
         row["ended"] = ended
         notes.append(ended)
         row["log_tail"] = tail
+        phase = result.get("phase", "start")
         for kind in ("infer", "train"):
-            if kind not in row:
+            if kind in row:
+                continue
+            if phase == "infer" and kind == "train":   # it never started
+                row[kind] = {"error": "not run", "not_run": True}
+            else:
                 row[kind] = {"error": ended, "oom": ended.startswith("OOM")
                              or "SIGKILL" in ended, "timeout": ended.startswith(">")}
     if "error" in result:
@@ -710,6 +747,8 @@ def cell_time(m: dict | None) -> str:
     if not m:
         return "-"
     if "error" in m:
+        if m.get("not_run"):
+            return "not run"
         if m.get("timeout"):
             return m["error"].split(" (")[0]
         return "OOM" if m.get("oom") else "error"
@@ -762,8 +801,11 @@ def table(rows: list[dict], args) -> list[str]:
         notes = list(r["notes"])
         for kind in ("train", "infer"):
             m = r.get(kind) or {}
-            if "error" in m and m["error"] not in notes and not m.get("timeout"):
+            if "error" in m and m["error"] not in notes and not m.get("timeout") \
+                    and not m.get("not_run"):
                 notes.append(f"{kind}: {m.get('note') or m['error']}")
+        if r.get("graph_vs_coo"):
+            notes.insert(0, f"graph {r['graph_vs_coo']:.2f}x COO")
         if "skipped" in r:
             notes = [r["skipped"]]
         out.append("| " + " | ".join([
@@ -771,7 +813,8 @@ def table(rows: list[dict], args) -> list[str]:
             f"{r.get('E'):,}" if r.get("E") else "-", r["model"],
             impl_label(r["model"], r["impl"]), fmt(r.get("graph_build_s")),
             fmt(r.get("graph_bytes"), scale=1 / MiB), cell_time(r.get("train")),
-            cell_time(r.get("infer")), fmt(mem, scale=1 / GiB), "-" if bpe is None else f"{bpe:,.0f}", variant or "-",
+            cell_time(r.get("infer")), fmt(mem, scale=1 / GiB),
+            "-" if bpe is None else f"{bpe:,.0f}", variant or "-",
             "; ".join(notes).replace("|", "/")]) + " |")
     return out
 
@@ -803,8 +846,9 @@ def ratios(rows: list[dict], args) -> list[str]:
         done_o = "s" in (o.get("train") or {})
         mem = f"{pm / om:.2f}x" if pm and om and done_p and done_o else "-"
         out.append(f"| {r['graph']} | {r['scale']:g} | {r['model']} | "
-                   f"{PYG_LAYERS[(r['model'], r['impl'])]} | {ratio(r.get('train'), o.get('train'))}"
-                   f" | {ratio(r.get('infer'), o.get('infer'))} | {mem} |")
+                   f"{PYG_LAYERS[(r['model'], r['impl'])]} | "
+                   f"{ratio(r.get('train'), o.get('train'))} | "
+                   f"{ratio(r.get('infer'), o.get('infer'))} | {mem} |")
     return out
 
 
@@ -902,7 +946,8 @@ def main() -> int:
     ap.add_argument("--budget", type=float, default=60.0,
                     help="seconds after which a measurement stops repeating")
     ap.add_argument("--timeout", type=float, default=1200.0,
-                    help="seconds after which a measuring process is stopped")
+                    help="seconds after which a measuring process (its imports and graph "
+                         "loading included) is stopped")
     ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     ap.add_argument("--hidden", type=int, default=64, help="in = out feature width")
     ap.add_argument("--heads", type=int, default=4, help="heads of RGAT and HGT")
@@ -1031,12 +1076,15 @@ def main() -> int:
                     row = run_one(cfg, args, work)
                     rows.append(row)
                     tr, inf = row.get("train") or {}, row.get("infer") or {}
-                    if all("error" in m and (m.get("oom") or m.get("timeout"))
-                           for m in (tr, inf)):
-                        failed_at[key] = ((tr.get("note") or tr["error"]).split(" (")[0]
-                                          + f" at scale {scale:g}")
+                    # Nothing measured for want of memory or time: the larger sizes would fare
+                    # no better.
+                    lacking = [m for m in (inf, tr) if m.get("oom") or m.get("timeout")]
+                    if lacking and not any("s" in m for m in (tr, inf)):
+                        failed_at[key] = ((lacking[0].get("note") or lacking[0]["error"])
+                                          .split(" (")[0] + f" at scale {scale:g}")
+                    secs = lambda m: cell_time(m) + (" s" if "s" in m else "")   # noqa: E731
                     print(f"[{n}/{total}] {name} {scale:g} {model} {impl}: train "
-                          f"{cell_time(tr)} s, inference {cell_time(inf)} s, peak RSS "
+                          f"{secs(tr)}, inference {secs(inf)}, peak RSS "
                           f"{fmt(row.get('peak_rss'), scale=1 / GiB)} GiB"
                           + (f"; {'; '.join(row['notes'])}" if row["notes"] else ""),
                           flush=True)

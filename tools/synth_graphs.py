@@ -15,9 +15,9 @@ Graphs (counts from ../shared/brief/scale.md, i.e. the data sets' papers and loa
   the reverse of an edge being the same edge turned round (PyG's ToUndirected adds them as
   rev_* relations; we keep cites' reverse as its own relation rev_cites, so there are 8, not 7).
   Every relation and its reverse share the relation's published count, so the total is
-  ogbn-mag's 21,111,007 edges: this is the size issue 14's table was measured at (1,939,743
-  nodes, 21,111,007 edges, 8 relations). A relation with an odd count gives its forward half
-  the extra edge.
+  ogbn-mag's 21,111,007 edges over 8 relations (the size of the first measurements at scale:
+  1,939,743 nodes, 21,111,007 edges, 8 relations). A relation with an odd count gives its
+  forward half the extra edge.
 - ``mag4``: the four relations without reverses, each with its published count (21,111,007).
 - ``mag_undirected``: the four relations with their published counts and all their reverses
   (what ToUndirected gives a layer: 42,222,014 edges, 8 relations).
