@@ -651,7 +651,9 @@ def compile_library(model: str, args) -> str:
                         json.dumps(params)], capture_output=True, text=True,
                        env=child_env(args))
     if r.returncode != 0:
-        raise RuntimeError(f"compiling {EXAMPLES[model]}.hector failed:\n{r.stdout}{r.stderr}")
+        lines = (r.stdout + r.stderr).strip().splitlines()
+        raise RuntimeError(f"compiling {EXAMPLES[model]}.hector failed: "
+                           f"{lines[-1] if lines else ''}\n{r.stdout}{r.stderr}")
     for line in r.stdout.splitlines():
         if line.startswith("compiling "):
             print(line, flush=True)
@@ -1030,7 +1032,8 @@ def main() -> int:
         return 0
 
     runs = [(m, i) for m in models for i in impls if i == "hector" or (m, i) in PYG_LAYERS]
-    no_peer = [m for m in models if not any((m, i) in PYG_LAYERS for i in impls if i != "hector")]
+    no_peer = [m for m in models if any(i != "hector" for i in impls)
+               and not any((m, i) in PYG_LAYERS for i in impls if i != "hector")]
     if "hector" in impls:
         for m in models:
             if m not in libs:
