@@ -878,12 +878,16 @@ def growth(rows: list[dict], args) -> list[str]:
         for a, b in zip(rs, rs[1:]):
             er = b["E"] / a["E"]
             t = lambda r, k: (r.get(k) or {}).get("s")   # noqa: E731
+            # Memory only between two processes that measured everything (a peak that ended in
+            # an allocation failure is the cap's, not the run's).
+            full = all(t(r, k) is not None for r in (a, b) for k in ("train", "infer"))
+            m = (lambda r, k: r.get(k)) if full else (lambda r, k: None)   # noqa: E731
             out.append(f"| {graph} | {model} | {impl_label(model, impl)} | "
                        f"{a['scale']:g} -> {b['scale']:g} | {er:.2f} | "
                        f"{g(t(a, 'train'), t(b, 'train'), er)} | "
                        f"{g(t(a, 'infer'), t(b, 'infer'), er)} | "
-                       f"{g(a.get(mem_key), b.get(mem_key), er)} | "
-                       f"{g(a.get('peak_above_base'), b.get('peak_above_base'), er)} | "
+                       f"{g(m(a, mem_key), m(b, mem_key), er)} | "
+                       f"{g(m(a, 'peak_above_base'), m(b, 'peak_above_base'), er)} | "
                        f"{g(a.get('graph_build_s'), b.get('graph_build_s'), er)} | "
                        f"{g(a.get('graph_bytes'), b.get('graph_bytes'), er)} |")
     return out

@@ -32,7 +32,10 @@ transform), and the ranks are mapped to node ids by a random affine permutation 
 end, so that each relation has its own hubs. For ogbn-mag the exponent s of each end is chosen
 so that, at full size, the most popular node of that end expects a given number of edges of its
 relation (the hubs of ``_MAG_RELATIONS``): e.g. a field of study with 300,000 papers and a paper
-cited 30,000 times, as scale.md describes; wikikg2 gives the exponents directly. Scaling keeps
+cited 30,000 times, as scale.md describes (in ``mag``, where a relation and its reverse share
+the published count, each carries half of those edges: at full size its largest field of study
+has about 150,000 papers, its most cited paper about 15,000 citations); wikikg2 gives the
+exponents directly (at full size: an entity with about 100,000 incoming edges). Scaling keeps
 the node types' proportions, the mean degrees and the hubs' shares: every node and edge count is
 multiplied by the scale factor (rounded; at least 1), and each end's exponent is solved again
 at the scaled node count so that its most popular node keeps the share of the relation's edges
