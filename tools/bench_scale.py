@@ -44,7 +44,8 @@ What one process measures, in this order:
 - graph build: ours: hector.Graph(src, dst, etype, ntype=...) (and RGCN's norm input, norm_s in
   the JSON); PyG: its inputs from the COO (edge_index [2, E] and edge_type, or HGT's
   edge_index_dict). "graph MiB": the bytes of the distinct storages of graph.tensors() (ours),
-  of those inputs (PyG); "graph N.Nx COO" in the notes (graph_vs_coo in the JSON): ours over
+  of those inputs (PyG), again after the calls (graph_bytes_end: a note when the graph grew);
+  "graph N.Nx COO" in the notes (graph_vs_coo in the JSON): ours over
   the int64 COO it was given (src, dst, etype [E], ntype [N]).
   The COO arrays are then dropped where the implementation no longer needs them.
 - inference: the layer's forward under torch.no_grad (eval mode); training step: forward + MSE
@@ -60,16 +61,19 @@ What one process measures, in this order:
 - variant: layer.chosen_variant(graph) for training / inference; layer.explain(graph) in the JSON.
 
 The cap (--cap-gib, per process): after its imports, the process limits its address space
-(RLIMIT_AS) to what it has mapped plus the cap less what is resident. torch alone maps about
-3 GiB of which 0.7 GiB is resident, so a plain RLIMIT_AS of the cap would cut it short by that
-much; counting only what is added, an allocation that would take the process past the cap fails
-at once, inside the call (RuntimeError "DefaultCPUAllocator: not enough memory", std::bad_alloc,
-MemoryError), without touching the memory. Beside it the parent polls the process's VmRSS every
-50 ms and kills it above the cap (pages it had mapped before the limit, and CUDA runs, where the
-limit is not set: CUDA maps far more address space than it uses). An out-of-memory row says so
-("OOM at 23 GiB cap" and where), so does a process killed by the kernel or a timeout ("> N s");
-the other rows go on, and a (graph, model, implementation) that ran out of memory or time at a
-size is not run at the larger sizes (--no-skip runs them). Processes run one at a time.
+(RLIMIT_AS) to what it has mapped plus the cap less what is resident. Measured here, torch
+alone maps 3.1 GiB of which 0.68 GiB is resident, so an RLIMIT_AS of the cap itself would cut
+the process short by some 2.4 GiB; counting only what is added, an allocation that would take
+the process past the cap fails at once, inside the call (RuntimeError "DefaultCPUAllocator:
+not enough memory", std::bad_alloc, MemoryError), without touching the memory. (A cgroup's
+memory.max would cap the resident set exactly, but needs a delegated cgroup, which a benchmark
+cannot count on.) Beside it the parent polls the process's VmRSS every 50 ms and kills it above
+the cap: that covers pages mapped before the limit was set, and CUDA runs, where no limit is
+set (CUDA maps far more address space than it uses). An out-of-memory row says so ("OOM at
+23 GiB cap" and where), so does a process killed by the kernel or a timeout ("> N s"); the other
+rows go on, and a (graph, model, implementation) that measured nothing for want of memory or
+time at one size is not run at the larger ones (--no-skip runs them). Processes run one at a
+time.
 
 Output: the markdown table by size, the ratios PyG / ours (above 1, ours is better), and the
 growth between consecutive sizes (ratio of time and memory, and the same per doubling of E);
@@ -610,6 +614,8 @@ def child_main(config_path: str) -> int:
             rep["cuda_peak_train"] = torch.cuda.max_memory_allocated(dev)
         for p in weights_list:
             p.grad = None
+        if impl == "hector":   # structures a graph builds on first use count too
+            rep["graph_bytes_end"] = storage_bytes(graph.tensors().values())
         rep.save("done")
     except Exception as e:   # noqa: BLE001 - the parent reports it
         rep["error"] = short_error(e)
@@ -806,6 +812,8 @@ def table(rows: list[dict], args) -> list[str]:
             if "error" in m and m["error"] not in notes and not m.get("timeout") \
                     and not m.get("not_run"):
                 notes.append(f"{kind}: {m.get('note') or m['error']}")
+        if r.get("graph_bytes_end", 0) > r.get("graph_bytes", 0):
+            notes.insert(0, f"graph grew to {r['graph_bytes_end'] / MiB:.3g} MiB in the calls")
         if r.get("graph_vs_coo"):
             notes.insert(0, f"graph {r['graph_vs_coo']:.2f}x COO")
         if "skipped" in r:

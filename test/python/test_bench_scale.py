@@ -237,3 +237,30 @@ def test_synth_graphs_command_line():
     r = subprocess.run([sys.executable, str(TOOLS / "synth_graphs.py"), "nope"],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "unknown graph 'nope'" in r.stderr
+
+
+def _row(impl, scale, E, train_s, rows, grads=None, peak=None):
+    return {"graph": "mag", "scale": scale, "model": "rgcn", "impl": impl, "E": E, "N": 10,
+            "notes": [], "train": {"s": train_s}, "infer": {"s": train_s / 4},
+            "peak_mem": peak, "_fingerprint": {"sample_rows": [0, 3], "out_rows": rows,
+                                               "grad_samples": grads}}
+
+
+def test_report_compares_the_sides_and_computes_growth_per_doubling():
+    ours = _row("hector", 0.25, 400, 1.0, [[1.0, 2.0], [3.0, 4.0]], {"W": [1.0, 2.0]}, 100)
+    same = _row("pyg", 0.25, 400, 3.0, [[1.0, 2.0], [3.0, 4.0 + 1e-6]], {"W": [1.0, 2.0]}, 300)
+    off = _row("pyg_fast", 0.25, 400, 3.0, [[1.0, 2.0], [3.0, 4.1]], {"W": [1.0, 2.5]}, 300)
+    bench_scale.add_checks([ours, same, off])
+    assert same["forward_rel_err"] == pytest.approx(2.5e-7) and same["notes"] == []
+    assert off["forward_rel_err"] == pytest.approx(0.1 / 4.1)   # relative to PyG's values
+    assert off["grad_rel_err"] == pytest.approx(0.5 / 2.5)
+    assert any("outputs differ" in n for n in off["notes"])
+    assert any("gradients differ" in n for n in off["notes"])
+    # E grows 4x (two doublings) and the time 4x: 2x per doubling; memory 8x: 2.83x
+    big = _row("hector", 1.0, 1600, 4.0, None, None, 800)
+    args = type("Args", (), {"device": "cpu"})()
+    lines = bench_scale.growth([ours, big], args)
+    assert "| 4.00 | 4.00x (2.00x/doubling) | 4.00x (2.00x/doubling) | 8.00x (2.83x/doubling)" \
+        in lines[-1]
+    ratio = bench_scale.ratios([ours, same], args)[-1]
+    assert "| RGCNConv | 3.00x | 3.00x | 3.00x |" in ratio
