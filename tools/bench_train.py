@@ -78,7 +78,6 @@ sys.path.insert(0, str(ROOT / "test" / "python"))
 import hector  # noqa: E402
 from references import TestGraph, hgt_reference, rgat_pyg, rgcn_norm, rgcn_pyg  # noqa: E402
 from references import hgt_pyg  # noqa: E402
-from test_models import real_graph  # noqa: E402
 
 MiB = 2 ** 20
 NO_AUTOGRAD = "autograd kernel was not registered"   # PyTorch's warning for an op without backward
@@ -116,6 +115,7 @@ def load_graph(name: str, args) -> TestGraph:
     if name == "synthetic":
         return synthetic_graph(args.synth_nodes, args.synth_relations, args.synth_edges,
                                args.synth_sources)
+    from test_models import real_graph   # here: importing it needs pytest
     return real_graph(name)   # aifb or umls from ../shared/data, as the end-to-end tests load them
 
 
@@ -145,12 +145,18 @@ MODEL_FILES = {"rgcn": "rgcn", "rgat": "rgat_pyg", "hgt": "hgt"}
 
 
 def compile_model(model: str, params: dict[str, int], target: str) -> pathlib.Path:
-    """build/bench/<file>_<params>_<target>.so, rebuilt when missing or older than the model file,
-    hectorc, or a header the package copies (the kernel templates, the runtime's)."""
-    source = ROOT / "examples" / f"{MODEL_FILES[model]}.hector"
+    """The library of one of the benchmark's models (see compile_example)."""
+    return compile_example(MODEL_FILES[model], params, target)
+
+
+def compile_example(example: str, params: dict[str, int], target: str) -> pathlib.Path:
+    """build/bench/<example>_<params>_<target>.so from examples/<example>.hector, rebuilt when
+    missing or older than the model file, hectorc, or a header the package copies (the kernel
+    templates, the runtime's)."""
+    source = ROOT / "examples" / f"{example}.hector"
     hectorc = BUILD / "bin" / "hectorc"
     tag = "_".join(f"{k}{v}" for k, v in params.items())
-    out = BUILD / "bench" / f"{MODEL_FILES[model]}_{tag}_{target}.so"
+    out = BUILD / "bench" / f"{example}_{tag}_{target}.so"
     headers = [*(ROOT / "codegen-templates").rglob("*.h*"), *(ROOT / "runtime" / "include").rglob("*.h")]
     newest = max([source.stat().st_mtime, hectorc.stat().st_mtime]
                  + [h.stat().st_mtime for h in headers])
