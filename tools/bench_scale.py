@@ -42,7 +42,8 @@ trains through bench_train.py's hetero_linear_split, as there (--pyg-slow: PyG's
 What one process measures, in this order:
 
 - graph build: ours: hector.Graph(src, dst, etype, ntype=...) (and RGCN's norm input, norm_s in
-  the JSON); PyG: its inputs from the COO (edge_index [2, E] and edge_type, or HGT's
+  the JSON), then layer.prepare(graph) for training and inference, which builds the structures
+  the chosen variants read (graph_prepare_s in the JSON, "+ prep" in the table); PyG: its inputs from the COO (edge_index [2, E] and edge_type, or HGT's
   edge_index_dict). "graph MiB": the bytes of the distinct storages of graph.tensors() (ours),
   of those inputs (PyG), again after the calls (graph_bytes_end: a note when the graph grew);
   "graph N.Nx COO" in the notes (graph_vs_coo in the JSON): ours over
@@ -437,8 +438,8 @@ def child_main(config_path: str) -> int:
             norm = None
             if "norm" in names:   # PyG RGCNConv's mean: 1/|N_r(i)| per edge, in the user's order
                 try:
-                    norm = graph.unsort_edge_data(graph.tensors()["norm_relation"])
-                except (AttributeError, KeyError):   # a graph without it: computed here
+                    norm = graph.edge_norm("relation", torch.float32)
+                except AttributeError:   # a graph without it: computed here
                     key = coo["dst"] * R + coo["etype"]
                     counts = torch.bincount(key, minlength=N * R)
                     norm = 1.0 / counts[key].to(torch.float32)
@@ -477,6 +478,14 @@ def child_main(config_path: str) -> int:
                 rep["explain"] = layer.explain(graph)
             except Exception as e:   # noqa: BLE001
                 rep["explain"] = f"? ({short_error(e)})"
+            # The structures the layers read are built on first use: time that preparation
+            # apart (it is part of the graph's cost, not of a step).
+            if hasattr(layer, "prepare"):
+                t0 = time.perf_counter()
+                for training in (True, False):
+                    layer.prepare(graph, training=training)
+                sync()
+                rep["graph_prepare_s"] = time.perf_counter() - t0
             if M == N:
                 rows = lambda out: out   # noqa: E731
             else:
@@ -813,7 +822,13 @@ def table(rows: list[dict], args) -> list[str]:
                     and not m.get("not_run"):
                 notes.append(f"{kind}: {m.get('note') or m['error']}")
         if r.get("graph_bytes_end", 0) > r.get("graph_bytes", 0):
-            notes.insert(0, f"graph grew to {r['graph_bytes_end'] / MiB:.3g} MiB in the calls")
+            end = r["graph_bytes_end"]
+            grew = f"graph grew to {end / MiB:.3g} MiB"
+            if r.get("coo_bytes"):
+                grew += f" ({end / r['coo_bytes']:.2f}x COO)"
+            if r.get("graph_prepare_s") is not None:
+                grew += f" in {r['graph_prepare_s']:.2f} s of preparation"
+            notes.insert(0, grew)
         if r.get("graph_vs_coo"):
             notes.insert(0, f"graph {r['graph_vs_coo']:.2f}x COO")
         if "skipped" in r:

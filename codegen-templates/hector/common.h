@@ -61,11 +61,11 @@ enum class Assign : int { kStore = 0, kAdd = 1 };
 /// in-degree; every reduction writes 0 for a node without edges.
 enum class Reduce : int { kSum = 0, kMean = 1, kMax = 2 };
 
-/// One edge as seen by an edge-parallel functor.
+/// One row of an edge-parallel traversal as seen by its functor.
 ///
-/// `pos` is the edge's position in relation-sorted order (the row of an
-/// edge-indexed table kept in that order), `eid` the user's edge id (the row
-/// of a table kept in the user's order; equals `pos` without a permutation).
+/// `pos` is the row (an edge's position in the graph's internal order, or a unique pair's id),
+/// `eid` the user's edge id (equals `pos` without a permutation), `src` / `dst` its ends (a
+/// pair's node for both), `rel` its relation.
 struct EdgeRef {
   std::int64_t pos;
   std::int64_t eid;
@@ -187,35 +187,63 @@ template <typename T, typename Index = std::int64_t> struct WeightGradProblem {
   std::int64_t strideB = 0;
 };
 
-/// Relation-sorted edges: positions [relOffsets[r], relOffsets[r+1]) hold the
-/// edges of relation r; src/dst are given per position; `eid` maps a position
-/// to the user's edge id (nullptr: identity).
-template <typename Index = std::int64_t> struct SortedEdges {
-  std::int64_t numEdges = 0;
-  std::int64_t numRelations = 0;
-  const Index *relOffsets = nullptr;
+/// The rows of an edge-parallel traversal, in groups: row r of group g is in [groupPtr[g],
+/// groupPtr[g+1]). Edges are grouped by their destination node (`groupIsNode`): a row's `dst`
+/// is its group, its `src` src[row], its relation rel[row]. Unique pairs are grouped by
+/// relation: a row's relation is its group, `src` and `dst` its node, node[row]. `eid` is
+/// eid[row] (row when null).
+template <typename Index = std::int64_t> struct EdgeRows {
+  std::int64_t numRows = 0;
+  std::int64_t numGroups = 0;
+  const Index *groupPtr = nullptr;
+  bool groupIsNode = true;
   const Index *src = nullptr;
-  const Index *dst = nullptr;
+  const Index *rel = nullptr;
+  const Index *node = nullptr;
   const Index *eid = nullptr;
+
+  /// The EdgeRef of row `pos` in group `group`.
+  HECTOR_HD EdgeRef at(std::int64_t pos, std::int64_t group) const {
+    EdgeRef e;
+    e.pos = pos;
+    e.eid = eid ? static_cast<std::int64_t>(eid[pos]) : pos;
+    if (groupIsNode) {
+      e.dst = group;
+      e.src = static_cast<std::int64_t>(src[pos]);
+      e.rel = static_cast<std::int64_t>(rel[pos]);
+    } else {
+      e.rel = group;
+      e.src = e.dst = static_cast<std::int64_t>(node[pos]);
+    }
+    return e;
+  }
 };
 
 /// A compressed sparse row graph, by destination (incoming edges) or by
 /// source (outgoing edges): node v owns entries [rowPtr[v], rowPtr[v+1]),
-/// each naming an edge row `edge[j]` (the row of edge-indexed tables) and the
-/// neighbour at the other end `nbr[j]`.
+/// each naming an edge row `edge[j]` (the row of edge-indexed tables; j
+/// itself when `edge` is null) and the neighbour at the other end,
+/// `nbr[edge row]`.
 template <typename Index = std::int64_t> struct Csr {
   std::int64_t numNodes = 0;
   std::int64_t numEntries = 0;
   const Index *rowPtr = nullptr;
   const Index *edge = nullptr;
   const Index *nbr = nullptr;
+
+  HECTOR_HD std::int64_t edgeAt(std::int64_t j) const {
+    return edge ? static_cast<std::int64_t>(edge[j]) : j;
+  }
 };
 
-/// One CSR entry as seen by a node-parallel functor.
+/// One CSR entry as seen by a node-parallel functor: its edge row, the neighbour at the edge's
+/// other end, the row the traversal computes (the CSR node, or a unique pair of it) and the
+/// CSR node.
 struct CsrEdge {
   std::int64_t edge;
   std::int64_t nbr;
   std::int64_t node;
+  std::int64_t csrNode;
 };
 
 /// Ceiling division for non-negative integers.

@@ -17,6 +17,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "hector/activation_store.h"
+#include "graph_ops.h"
+#include "hector/graph_holder.h"
 #include "hector/model.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -24,6 +26,7 @@
 #include <torch/library.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <string>
@@ -35,9 +38,12 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
+/// Runs the `forward` operator of the layer `ns`; `needed` is a mask of the outputs to compute
+/// (bit o for output o, bit 63 for all from 63 on; -1: all): the kernels that only serve other
+/// outputs are skipped, and those outputs are undefined.
 std::vector<at::Tensor> callForward(const std::string &ns, const Graph &graph,
                                     const std::vector<at::Tensor> &inputs,
-                                    const std::vector<at::Tensor> &weights) {
+                                    const std::vector<at::Tensor> &weights, int64_t needed = -1) {
   static const auto lookup = [](const std::string &qualified) {
     return c10::Dispatcher::singleton().findSchemaOrThrow(qualified.c_str(), "");
   };
@@ -47,6 +53,7 @@ std::vector<at::Tensor> callForward(const std::string &ns, const Graph &graph,
   stack.emplace_back(graph.sizes());
   stack.emplace_back(inputs);
   stack.emplace_back(weights);
+  stack.emplace_back(needed);
   op.callBoxed(&stack);
   return stack.at(0).toTensorVector();
 }
@@ -124,8 +131,9 @@ public:
 
     ctx->saved_data["activations"] =
         at::IValue::make_capsule(c10::intrusive_ptr<torch::CustomClassHolder>(saved));
-    ctx->saved_data["graph"] = call.graph->tensors();
-    ctx->saved_data["graph_sizes"] = call.graph->sizes();
+    // The graph (its backward layer's structures were built before the call).
+    ctx->saved_data["graph"] = at::IValue::make_capsule(
+        c10::intrusive_ptr<torch::CustomClassHolder>(c10::make_intrusive<GraphHolder>(*call.graph)));
     ctx->saved_data["layer"] = layer.ns;
 
     variable_list outputs;
@@ -146,8 +154,10 @@ public:
                 ": trying to backward through the graph a second time (or to read its saved "
                 "activations after they were freed); specify retain_graph=True the first time");
     const LayerManifest &bwd = manifestOf(layer.backward);
-    Graph graph = Graph::fromTensors(ctx->saved_data["graph"].toTensorVector(),
-                                     ctx->saved_data["graph_sizes"].toIntVector());
+    const Graph graph = c10::static_intrusive_pointer_cast<GraphHolder>(
+                            ctx->saved_data["graph"].toCapsule())
+                            ->graph;
+    graph.checkUnchanged(bwd.structures);
 
     // The layer's outputs that are not saved activations, in order: gradOutputs' indices.
     std::vector<std::string> returned;
@@ -172,7 +182,22 @@ public:
     std::vector<at::Tensor> weights;
     for (ActivationHandle h : saved->weights)
       weights.push_back(saved->store->load(h));
-    std::vector<at::Tensor> grads = callForward(bwd.ns, graph, inputs, weights);
+    // Only the gradients autograd asks for: the kernels that serve only the others (the
+    // gradient of an edge input such as a norm that does not require grad) are skipped.
+    uint64_t needed = 0;
+    for (size_t i = 0; i < bwd.outputs.size(); ++i) {
+      std::string of = bwd.outputs[i].name.substr(5); // "grad.<name>"
+      bool wanted = true;
+      // needs_input_grad counts the tensor arguments only: the inputs, then the weights.
+      if (int64_t j = indexOf(layer.inputs, of); j >= 0)
+        wanted = ctx->needs_input_grad(j);
+      else if (int64_t w = indexOf(layer.weights, of); w >= 0)
+        wanted = ctx->needs_input_grad(layer.inputs.size() + w);
+      if (wanted)
+        needed |= uint64_t(1) << std::min<size_t>(i, 63);
+    }
+    std::vector<at::Tensor> grads =
+        callForward(bwd.ns, graph, inputs, weights, static_cast<int64_t>(needed));
 
     // One gradient per forward argument: the Call (none), every input, every weight.
     variable_list result(1 + layer.inputs.size() + layer.weights.size());
@@ -204,19 +229,12 @@ void torch::autograd::CppNode<hector::LayerFunction>::release_variables() {
 
 namespace hector {
 
-std::vector<at::Tensor> applyLayer(const LayerManifest &requested, const Graph &graph,
-                                   const std::vector<at::Tensor> &inputs,
-                                   const std::vector<at::Tensor> &weights,
-                                   const std::string &variant) {
-  bool needsGrad = false;
-  if (at::GradMode::is_enabled()) {
-    for (const at::Tensor &t : inputs)
-      needsGrad |= t.defined() && t.requires_grad();
-    for (const at::Tensor &t : weights)
-      needsGrad |= t.defined() && t.requires_grad();
-  }
-  // The optimisation variant for this graph (all take the same inputs and weights).
-  const LayerManifest &layer = chooseVariant(requested, graph, needsGrad, variant);
+namespace {
+
+/// Runs `layer` (the chosen variant): its inference copy, or the autograd function.
+std::vector<at::Tensor> runLayer(const LayerManifest &layer, const Graph &graph,
+                                 const std::vector<at::Tensor> &inputs,
+                                 const std::vector<at::Tensor> &weights, bool needsGrad) {
   if (!needsGrad || layer.backward.empty()) {
     TORCH_CHECK(!needsGrad, layer.layer,
                 ": this library was built without backward layers (hectorc --no-backward); "
@@ -236,10 +254,81 @@ std::vector<at::Tensor> applyLayer(const LayerManifest &requested, const Graph &
                               at::TensorList(weights));
 }
 
-namespace {
+/// Throws c10::OutOfMemoryError (Python torch.OutOfMemoryError, a RuntimeError) for an
+/// allocation that failed inside a call of `layer`, with the layer, the variant and the
+/// estimate. The call's tensors are freed as the exception unwinds; the process goes on.
+[[noreturn]] void throwOutOfMemory(const LayerManifest &layer, const Graph &graph, bool training,
+                                   int64_t elementBytes, const std::string &cause) {
+  const double estimate = estimatePeakBytes(layer, graph, training, elementBytes);
+  auto mib = [](double bytes) {
+    char text[48];
+    std::snprintf(text, sizeof text, "%.1f MiB", bytes / (1024.0 * 1024.0));
+    return std::string(text);
+  };
+  TORCH_CHECK_WITH(OutOfMemoryError, false, layer.layer, ": out of memory in ",
+                   training ? "a training" : "an inference", " call of variant '",
+                   layer.variant.empty() ? std::string("none") : layer.variant, "' on ",
+                   graph.device().str(), " (N=", graph.numNodes(), ", E=", graph.numEdges(),
+                   "; estimated peak ", mib(estimate), ", memory budget ",
+                   mib(static_cast<double>(memoryBudget(graph.device()))),
+                   "); nothing of the call is kept. Cause: ", cause);
+}
 
-std::vector<at::Tensor> layerApplyOp(const std::string &ns, std::vector<at::Tensor> graphTensors,
-                                     std::vector<int64_t> graphSizes,
+} // namespace
+
+const LayerManifest &prepareLayer(const LayerManifest &requested, const Graph &graph,
+                                  bool training, const std::string &variant,
+                                  int64_t elementBytes) {
+  const LayerManifest &layer = chooseVariant(requested, graph, training, variant, elementBytes);
+  // The forward and backward layers' structures, or the inference copy's.
+  GraphStructureMask structures = layer.structures;
+  if (training && !layer.backward.empty())
+    structures |= manifestOf(layer.backward).structures;
+  else if (!layer.inference.empty())
+    structures |= manifestOf(layer.inference).structures;
+  graph.require(structures);
+  graph.checkUnchanged(structures);
+  return layer;
+}
+
+std::vector<at::Tensor> applyLayer(const LayerManifest &requested, const Graph &graph,
+                                   const std::vector<at::Tensor> &inputs,
+                                   const std::vector<at::Tensor> &weights,
+                                   const std::string &variant) {
+  bool needsGrad = false;
+  if (at::GradMode::is_enabled()) {
+    for (const at::Tensor &t : inputs)
+      needsGrad |= t.defined() && t.requires_grad();
+    for (const at::Tensor &t : weights)
+      needsGrad |= t.defined() && t.requires_grad();
+  }
+  // The optimisation variant for this graph (all take the same inputs and weights) that fits
+  // the memory budget, with the graph structures its kernels read.
+  int64_t elementBytes = 4;
+  for (const std::vector<at::Tensor> *list : {&inputs, &weights})
+    for (const at::Tensor &t : *list)
+      if (t.defined() && t.is_floating_point()) {
+        elementBytes = static_cast<int64_t>(t.element_size());
+        break;
+      }
+  const LayerManifest &layer = prepareLayer(requested, graph, needsGrad, variant, elementBytes);
+  try {
+    return runLayer(layer, graph, inputs, weights, needsGrad);
+  } catch (const std::bad_alloc &) {
+    throwOutOfMemory(layer, graph, needsGrad, elementBytes, "std::bad_alloc");
+  } catch (const c10::OutOfMemoryError &e) {
+    throwOutOfMemory(layer, graph, needsGrad, elementBytes, e.what_without_backtrace());
+  } catch (const c10::Error &e) {
+    const std::string what = e.what_without_backtrace();
+    if (what.find("can't allocate memory") != std::string::npos ||
+        what.find("not enough memory") != std::string::npos)
+      throwOutOfMemory(layer, graph, needsGrad, elementBytes, what);
+    throw;
+  }
+}
+
+std::vector<at::Tensor> layerApplyOp(const std::string &ns,
+                                     const c10::intrusive_ptr<GraphHolder> &graph,
                                      std::vector<at::Tensor> inputs,
                                      std::vector<at::Tensor> weights,
                                      const std::string &variant) {
@@ -249,16 +338,19 @@ std::vector<at::Tensor> layerApplyOp(const std::string &ns, std::vector<at::Tens
   } catch (const std::runtime_error &e) {
     TORCH_CHECK_VALUE(false, e.what());
   }
-  Graph graph = Graph::fromTensors(std::move(graphTensors), std::move(graphSizes));
-  return applyLayer(*layer, graph, inputs, weights, variant);
+  return applyLayer(*layer, graphOf(graph), inputs, weights, variant);
 }
 
-} // namespace
+std::string layerPrepareOp(const std::string &ns, const c10::intrusive_ptr<GraphHolder> &graph,
+                           bool training, const std::string &variant) {
+  const LayerManifest *layer = nullptr;
+  try {
+    layer = &manifestOf(ns);
+  } catch (const std::runtime_error &e) {
+    TORCH_CHECK_VALUE(false, e.what());
+  }
+  const LayerManifest &chosen = prepareLayer(*layer, graphOf(graph), training, variant);
+  return chosen.variant.empty() ? "none" : chosen.variant;
+}
+
 } // namespace hector
-
-TORCH_LIBRARY_FRAGMENT(hector, m) {
-  // CompositeImplicitAutograd: the kernel builds its own autograd node (LayerFunction).
-  m.def("layer_apply(str layer, Tensor[] graph, int[] graph_sizes, Tensor[] inputs, "
-        "Tensor[] weights, str variant=\"auto\") -> Tensor[]",
-        &hector::layerApplyOp);
-}

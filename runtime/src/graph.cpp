@@ -1,23 +1,83 @@
 //===- graph.cpp - hector::Graph: validation and preprocessing -------------===//
 //
-// Everything is built from ATen operators (stable sort, searchsorted, unique), so the same code
-// runs on CPU and CUDA tensors. Validation copies a handful of scalars to the host; nothing else
-// leaves the device.
+// The graph's state (sizes, device, index dtype, the structures built so far and their version
+// counters) is shared by every copy of a Graph. The structures are computed on the host by the
+// parallel counting sorts of graph_build.cpp and moved to the graph's device; validation reads
+// the user's tensors once on the host.
+//
+// Also registers the `hector` operators and the TorchScript class behind the Python hector.Graph.
 //
 //===----------------------------------------------------------------------===//
 #include "hector/graph.h"
 #include "hector/common.h"
+#include "hector/graph_holder.h"
 
+#include "graph_build.h"
+#include "graph_ops.h"
+
+#include <ATen/Parallel.h>
+#include <torch/custom_class.h>
 #include <torch/library.h>
 
+#include <array>
+#include <cstdio>
 #include <limits>
+#include <mutex>
 #include <sstream>
 #include <tuple>
 
 namespace hector {
+
+using graph_schema::GraphLength;
+using graph_schema::graphStructures;
+using graph_schema::kNumGraphStructures;
+using graph_schema::maskOf;
+
+/// The state every copy of a Graph shares.
+struct Graph::State {
+  int64_t numNodes = 0, numEdges = 0, numRelations = 0, numNtypes = 1;
+  bool hasNtype = false;
+  int64_t numUniqueSrc = -1, numUniqueDst = 0;
+  at::Device device = at::kCPU;
+  at::ScalarType index = at::kInt;
+  /// Whether missing structures may be built (false for a graph from fromTensors).
+  bool lazy = true;
+  /// The user's node types (index dtype, host) until the NType group is built.
+  at::Tensor userNtype;
+  std::array<at::Tensor, kNumGraphStructures> tensors;
+  std::array<int64_t, kNumGraphStructures> versions{};
+  std::mutex mutex;
+
+  bool has(int s) const { return tensors[s].defined(); }
+  /// Entries of a structure of length `length`.
+  int64_t lengthOf(GraphLength length) const {
+    switch (length) {
+    case GraphLength::Nodes:
+      return numNodes;
+    case GraphLength::NodesPlus1:
+      return numNodes + 1;
+    case GraphLength::Edges:
+      return numEdges;
+    case GraphLength::RelationsPlus1:
+      return numRelations + 1;
+    case GraphLength::NtypesPlus1:
+      return numNtypes + 1;
+    case GraphLength::UniqueSrc:
+      return numUniqueSrc;
+    case GraphLength::UniqueDst:
+      return numUniqueDst;
+    case GraphLength::Two:
+      return 2;
+    }
+    return 0;
+  }
+};
+
 namespace {
 
 constexpr const char *kWho = "hector.Graph: ";
+
+int idx(GraphStructure s) { return static_cast<int>(s); }
 
 /// The common checks on one input: integer dtype, 1-D, on `device`.
 void checkIndexTensor(const at::Tensor &t, const char *name, const at::Device &device,
@@ -31,156 +91,549 @@ void checkIndexTensor(const at::Tensor &t, const char *name, const at::Device &d
                     "; all graph tensors must be on one device");
 }
 
-/// Checks 0 <= t[k] < bound (no upper bound when bound < 0) and names the first bad position.
-void checkRange(const at::Tensor &t, const char *name, int64_t bound, const char *boundName) {
-  if (t.numel() == 0)
+/// Minimum and maximum of an int64 array (0, -1 for an empty one).
+std::pair<int64_t, int64_t> minMax(const int64_t *v, int64_t n) {
+  if (n == 0)
+    return {0, -1};
+  int64_t lo = std::numeric_limits<int64_t>::max(), hi = std::numeric_limits<int64_t>::min();
+#pragma omp parallel for schedule(static) reduction(min : lo) reduction(max : hi)
+  for (int64_t i = 0; i < n; ++i) {
+    lo = std::min(lo, v[i]);
+    hi = std::max(hi, v[i]);
+  }
+  return {lo, hi};
+}
+
+/// Checks 0 <= v[k] < bound (no upper bound when bound < 0), naming the first bad position.
+void checkRange(const int64_t *v, int64_t n, std::pair<int64_t, int64_t> range, const char *name,
+                int64_t bound, const char *boundName) {
+  if (n == 0 || (range.first >= 0 && (bound < 0 || range.second < bound)))
     return;
-  at::Tensor bad = t.lt(0);
-  if (bound >= 0)
-    bad.logical_or_(t.ge(bound));
-  if (!bad.any().item<bool>())
+  for (int64_t pos = 0; pos < n; ++pos) {
+    const int64_t value = v[pos];
+    if (value < 0)
+      TORCH_CHECK_VALUE(false, kWho, name, "[", pos, "] = ", value, " is negative");
+    if (bound >= 0 && value >= bound)
+      TORCH_CHECK_VALUE(false, kWho, name, "[", pos, "] = ", value, " is out of range [0, ", bound,
+                        ")", boundName[0] ? " (" : "", boundName, boundName[0] ? ")" : "");
+  }
+}
+
+/// A count inferred as max + 1 from `name`'s values (the largest is at a position named in the
+/// error when it cannot be a count).
+int64_t inferredCount(std::pair<int64_t, int64_t> range, const char *name) {
+  TORCH_CHECK_VALUE(range.second < std::numeric_limits<int64_t>::max(), kWho, name, " holds ",
+                    range.second, ", too large to count ", name, " from");
+  return range.second + 1;
+}
+
+/// Memory the system can still give this process, in bytes (MemAvailable; the limit of the
+/// address space when one is set and smaller). 0 when unknown.
+int64_t availableMemory() {
+  int64_t bytes = 0;
+  if (FILE *f = std::fopen("/proc/meminfo", "r")) {
+    char key[64];
+    long long kib = 0;
+    while (std::fscanf(f, "%63s %lld kB", key, &kib) == 2)
+      if (std::string(key) == "MemAvailable:") {
+        bytes = static_cast<int64_t>(kib) * 1024;
+        break;
+      }
+    std::fclose(f);
+  }
+  return bytes;
+}
+
+/// Refuses a graph whose structures cannot fit, naming the count that makes them large (a
+/// typo such as num_nodes=10**12, or ids near 2^31 that make N inferred huge), rather than
+/// failing inside an allocation.
+void checkFits(int64_t numNodes, int64_t numEdges, int64_t numRelations, int64_t numNtypes,
+               bool nodesInferred, bool relationsInferred) {
+  const int64_t available = availableMemory();
+  if (available <= 0)
     return;
-  // argmax returns the first maximal element: the first bad position.
-  int64_t pos = bad.to(at::kByte).argmax().item<int64_t>();
-  int64_t value = t[pos].item<int64_t>();
-  if (bound >= 0)
-    TORCH_CHECK_VALUE(false, kWho, name, "[", pos, "] = ", value, " is out of range [0, ", bound,
-                      ")", boundName[0] ? " (" : "", boundName, boundName[0] ? ")" : "");
-  TORCH_CHECK_VALUE(false, kWho, name, "[", pos, "] = ", value, " is negative");
+  // Per node: the CSR pointers and the sort's histogram (int64); per relation, the same; per
+  // edge: the base structures, the sort's temporaries and the validated int64 copies.
+  const double bytes = 24.0 * static_cast<double>(numNodes) +
+                       24.0 * static_cast<double>(numRelations + numNtypes) +
+                       24.0 * static_cast<double>(numEdges);
+  auto gib = [](double b) { return b / (1024.0 * 1024.0 * 1024.0); };
+  if (bytes <= static_cast<double>(available))
+    return;
+  std::ostringstream os;
+  os.precision(3);
+  os << "the graph's structures need about " << gib(bytes) << " GiB, more than the "
+     << gib(static_cast<double>(available)) << " GiB available";
+  if (24.0 * numNodes > bytes / 2)
+    TORCH_CHECK_VALUE(false, kWho, "num_nodes is ", numNodes,
+                      nodesInferred ? " (inferred: the largest node id plus one)" : "", "; ",
+                      os.str(), "; pass num_nodes, or renumber the nodes densely");
+  if (24.0 * numRelations > bytes / 2)
+    TORCH_CHECK_VALUE(false, kWho, "num_relations is ", numRelations,
+                      relationsInferred ? " (inferred: the largest etype plus one)" : "", "; ",
+                      os.str(), "; renumber the relations densely");
+  TORCH_CHECK_VALUE(false, kWho, numEdges, " edges: ", os.str());
 }
 
-/// max(t) + 1, or 0 for an empty tensor.
-int64_t countFromMax(const at::Tensor &t) {
-  return t.numel() == 0 ? 0 : t.max().item<int64_t>() + 1;
+/// An index tensor of `n` entries on the host.
+at::Tensor hostIndex(at::ScalarType index, int64_t n) {
+  return at::empty({n}, at::TensorOptions().dtype(index));
 }
 
-/// offsets[k] = first position of `sorted` holding a value >= k, for k in [0, count]: the segment
-/// pointer of a sorted key array.
-at::Tensor segmentPointer(const at::Tensor &sorted, int64_t count) {
-  at::Tensor boundaries = at::arange(count + 1, sorted.options());
-  if (sorted.numel() == 0)
-    return at::zeros({count + 1}, sorted.options());
-  return at::searchsorted(sorted, boundaries);
+template <typename I> I *ptr(const at::Tensor &t) { return t.data_ptr<I>(); }
+
+/// Calls f.template operator()<I>() with I the C++ type of `index`.
+template <typename F> void dispatchIndex(at::ScalarType index, F &&f) {
+  if (index == at::kInt)
+    f(int32_t{});
+  else
+    f(int64_t{});
 }
 
-/// The inverse of a permutation: inv[perm[k]] = k.
-at::Tensor invertPermutation(const at::Tensor &perm) {
-  at::Tensor inv = at::empty_like(perm);
-  inv.index_put_({perm}, at::arange(perm.numel(), perm.options()));
-  return inv;
+/// out[perm ? perm[p] : p] = the degree norm of position p: 1 / (its relation's run length
+/// at its destination) with `relation`, else 1 / (its destination's in-degree).
+template <typename I, typename T>
+void fillEdgeNorm(int64_t numNodes, const I *inPtr, const I *etype, const I *perm, bool relation,
+                  T *out) {
+#pragma omp parallel for schedule(dynamic, 1024)
+  for (int64_t v = 0; v < numNodes; ++v) {
+    const int64_t begin = inPtr[v], end = inPtr[v + 1];
+    for (int64_t run = begin; run < end;) {
+      int64_t runEnd = end;
+      if (relation)
+        for (runEnd = run + 1; runEnd < end && etype[runEnd] == etype[run]; ++runEnd) {
+        }
+      const T value = T(1) / static_cast<T>(runEnd - run);
+      for (int64_t p = run; p < runEnd; ++p)
+        out[perm ? static_cast<int64_t>(perm[p]) : p] = value;
+      run = runEnd;
+    }
+  }
 }
 
-/// The CSR of `keys` (a node per sorted edge): row pointer [N+1], the sorted edge ids grouped by
-/// key (stable, so ascending edge id within a row).
-std::tuple<at::Tensor, at::Tensor> buildCsr(const at::Tensor &keys, int64_t numNodes) {
-  auto [sortedKeys, eids] = at::sort(keys, /*stable=*/std::optional<bool>(true), /*dim=*/0);
-  return {segmentPointer(sortedKeys, numNodes), eids};
+/// The host copy of a structure (the structure itself on a CPU graph).
+at::Tensor onHost(const at::Tensor &t) { return t.device().is_cpu() ? t : t.cpu(); }
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Building the groups
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Builds one group of `s` (the mutex held; the group's dependencies built).
+void buildGroup(Graph::State &s, GraphGroup group) {
+  using graph_build::buildDst;
+  const at::ScalarType I = s.index;
+  const int64_t N = s.numNodes, E = s.numEdges, R = s.numRelations;
+  auto host = [&](GraphStructure k) { return onHost(s.tensors[idx(k)]); };
+  std::vector<std::pair<GraphStructure, at::Tensor>> made;
+  auto range = [&](int64_t n) {
+    at::Tensor r = hostIndex(I, 2);
+    dispatchIndex(I, [&](auto tag) {
+      using T = decltype(tag);
+      ptr<T>(r)[0] = 0;
+      ptr<T>(r)[1] = static_cast<T>(n);
+    });
+    return r;
+  };
+  switch (group) {
+  case GraphGroup::Base:
+    TORCH_CHECK(false, "hector::Graph: the base structures are built with the graph");
+  case GraphGroup::Dst: {
+    at::Tensor dst = hostIndex(I, E), inPtr = host(GraphStructure::in_ptr);
+    dispatchIndex(I, [&](auto tag) {
+      using T = decltype(tag);
+      buildDst<T>(N, ptr<T>(inPtr), ptr<T>(dst));
+    });
+    made.push_back({GraphStructure::sorted_dst, dst});
+    break;
+  }
+  case GraphGroup::Relation: {
+    at::Tensor rows = hostIndex(I, E), relPtr = hostIndex(I, R + 1);
+    at::Tensor etype = host(GraphStructure::sorted_etype);
+    dispatchIndex(I, [&](auto tag) {
+      using T = decltype(tag);
+      graph_build::buildRelation<T>(E, R, ptr<T>(etype), ptr<T>(rows), ptr<T>(relPtr));
+    });
+    made.push_back({GraphStructure::rel_ptr, relPtr});
+    made.push_back({GraphStructure::rel_rows, rows});
+    break;
+  }
+  case GraphGroup::Out: {
+    at::Tensor etype = host(GraphStructure::sorted_etype), src = host(GraphStructure::sorted_src);
+    // The positions grouped by relation: the Relation group's when built, else a temporary.
+    at::Tensor relRows;
+    if (s.has(idx(GraphStructure::rel_rows))) {
+      relRows = host(GraphStructure::rel_rows);
+    } else {
+      relRows = hostIndex(I, E);
+      at::Tensor relPtr = hostIndex(I, R + 1);
+      dispatchIndex(I, [&](auto tag) {
+        using T = decltype(tag);
+        graph_build::buildRelation<T>(E, R, ptr<T>(etype), ptr<T>(relRows), ptr<T>(relPtr));
+      });
+    }
+    at::Tensor outPos = hostIndex(I, E), outPtr = hostIndex(I, N + 1);
+    dispatchIndex(I, [&](auto tag) {
+      using T = decltype(tag);
+      graph_build::buildOut<T>(N, E, ptr<T>(src), ptr<T>(relRows), ptr<T>(outPos), ptr<T>(outPtr));
+    });
+    made.push_back({GraphStructure::out_ptr, outPtr});
+    made.push_back({GraphStructure::out_pos, outPos});
+    break;
+  }
+  case GraphGroup::UniqueSrc:
+  case GraphGroup::UniqueDst: {
+    // The runs of the CSR by source (or by destination) are the pairs.
+    const bool src = group == GraphGroup::UniqueSrc;
+    at::Tensor etype = host(GraphStructure::sorted_etype);
+    at::Tensor rowPtr = host(src ? GraphStructure::out_ptr : GraphStructure::in_ptr);
+    at::Tensor entryPos = src ? host(GraphStructure::out_pos) : at::Tensor();
+    at::Tensor node, inv = hostIndex(I, E), pairPtr = hostIndex(I, R + 1);
+    int64_t U = 0;
+    dispatchIndex(I, [&](auto tag) {
+      using T = decltype(tag);
+      U = graph_build::buildPairs<T>(N, R, ptr<T>(rowPtr),
+                                     entryPos.defined() ? ptr<T>(entryPos) : nullptr, ptr<T>(etype),
+                                     ptr<T>(inv), ptr<T>(pairPtr), [&](int64_t n) {
+                                       node = hostIndex(I, n);
+                                       return ptr<T>(node);
+                                     });
+    });
+    if (src) {
+      s.numUniqueSrc = U;
+      made.push_back({GraphStructure::unique_src, node});
+      made.push_back({GraphStructure::unique_src_ptr, pairPtr});
+      made.push_back({GraphStructure::unique_src_inv, inv});
+      made.push_back({GraphStructure::unique_src_range, range(U)});
+    } else {
+      TORCH_CHECK(U == s.numUniqueDst, "hector::Graph: U_dst changed (internal error)");
+      made.push_back({GraphStructure::unique_dst, node});
+      made.push_back({GraphStructure::unique_dst_ptr, pairPtr});
+      made.push_back({GraphStructure::unique_dst_inv, inv});
+      made.push_back({GraphStructure::unique_dst_range, range(U)});
+    }
+    break;
+  }
+  case GraphGroup::NType: {
+    at::Tensor ntype =
+        s.userNtype.defined() ? s.userNtype : at::zeros({N}, at::TensorOptions().dtype(I));
+    at::Tensor perm = hostIndex(I, N), typePtr = hostIndex(I, s.numNtypes + 1);
+    dispatchIndex(I, [&](auto tag) {
+      using T = decltype(tag);
+      graph_build::buildNtype<T>(N, s.numNtypes, ptr<T>(ntype), ptr<T>(perm), ptr<T>(typePtr));
+    });
+    made.push_back({GraphStructure::ntype, ntype});
+    made.push_back({GraphStructure::ntype_ptr, typePtr});
+    made.push_back({GraphStructure::ntype_perm, perm});
+    s.userNtype = at::Tensor();
+    break;
+  }
+  }
+  for (auto &[k, t] : made) {
+    at::Tensor placed = s.device.is_cpu() ? t : t.to(s.device);
+    s.tensors[idx(k)] = placed;
+    s.versions[idx(k)] = placed._version();
+  }
+}
+
+/// The groups a group needs built first.
+GraphStructureMask dependencies(GraphGroup group) {
+  if (group == GraphGroup::UniqueSrc)
+    return maskOf(GraphStructure::out_pos);
+  return 0;
+}
+
+/// Builds every group of `mask` that is missing (the mutex held).
+void ensure(Graph::State &s, GraphStructureMask mask) {
+  for (int k = 0; k < kNumGraphStructures; ++k) {
+    if (!(mask >> k & 1) || s.has(k))
+      continue;
+    const GraphGroup group = graphStructures()[k].group;
+    TORCH_CHECK_VALUE(s.lazy, "hector::Graph: the structure ", graphStructures()[k].name,
+                      " was not built before this graph was handed over (an internal error: "
+                      "call the layer through hector.layer_apply / hector::applyLayer)");
+    ensure(s, dependencies(group));
+    buildGroup(s, group);
+  }
 }
 
 } // namespace
 
+//===----------------------------------------------------------------------===//
+// Graph
+//===----------------------------------------------------------------------===//
+
 const std::vector<std::string> &Graph::tensorNames() {
-  // clang-format off
-  static const std::vector<std::string> names = {
-      "src",          "dst",           "etype",          "rel_ptr",        "edge_perm",
-      "edge_perm_inv", "sorted_src",   "sorted_dst",     "sorted_etype",   "in_ptr",
-      "in_eid",       "in_src",        "out_ptr",        "out_eid",        "out_dst",
-      "unique_src_ptr", "unique_src",  "unique_src_inv", "unique_dst_ptr", "unique_dst",
-      "unique_dst_inv", "ntype",       "ntype_ptr",      "ntype_perm",     "ntype_perm_inv",
-      "norm_relation", "norm_in",
-      "unique_src_edge_ptr", "unique_src_edges", "unique_dst_edge_ptr",
-      "unique_src_node_ptr", "unique_src_by_node", "unique_dst_node_ptr", "unique_dst_by_node",
-      "ranges"};
-  // clang-format on
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (int k = 0; k < kNumGraphStructures; ++k)
+      out.push_back(graphStructures()[k].name);
+    return out;
+  }();
   return names;
 }
 
 const std::vector<std::string> &Graph::sizeNames() {
-  static const std::vector<std::string> names = {"num_nodes", "num_edges", "num_relations",
-                                                 "num_ntypes", "has_ntype"};
+  static const std::vector<std::string> names = {"num_nodes",      "num_edges",  "num_relations",
+                                                 "num_ntypes",     "has_ntype",  "num_unique_src",
+                                                 "num_unique_dst", "index_bits", "built"};
   return names;
 }
 
-std::vector<at::Tensor *> Graph::members() {
-  // clang-format off
-  return {&src_,          &dst_,          &etype_,        &relPtr_,       &edgePerm_,
-          &edgePermInv_,  &sortedSrc_,    &sortedDst_,    &sortedEtype_,  &inPtr_,
-          &inEid_,        &inSrc_,        &outPtr_,       &outEid_,       &outDst_,
-          &uniqueSrcPtr_, &uniqueSrc_,    &uniqueSrcInv_, &uniqueDstPtr_, &uniqueDst_,
-          &uniqueDstInv_, &ntype_,        &ntypePtr_,     &ntypePerm_,    &ntypePermInv_,
-          &normRelation_, &normIn_,
-          &uniqueSrcEdgePtr_, &uniqueSrcEdges_, &uniqueDstEdgePtr_,
-          &uniqueSrcNodePtr_, &uniqueSrcByNode_, &uniqueDstNodePtr_, &uniqueDstByNode_,
-          &ranges_};
-  // clang-format on
-}
-
 std::vector<at::Tensor> Graph::tensors() const {
+  std::lock_guard<std::mutex> lock(s_->mutex);
   std::vector<at::Tensor> out;
-  for (at::Tensor *t : const_cast<Graph *>(this)->members())
-    out.push_back(*t);
+  for (int k = 0; k < kNumGraphStructures; ++k)
+    out.push_back(s_->has(k)
+                      ? s_->tensors[k]
+                      : at::empty({0}, at::TensorOptions().dtype(s_->index).device(s_->device)));
   return out;
 }
 
 std::vector<int64_t> Graph::sizes() const {
-  return {numNodes_, numEdges_, numRelations_, numNtypes_, hasNtype_ ? 1 : 0};
+  std::lock_guard<std::mutex> lock(s_->mutex);
+  int64_t built = 0;
+  for (int k = 0; k < kNumGraphStructures; ++k)
+    if (s_->has(k))
+      built |= int64_t(1) << k;
+  return {s_->numNodes,
+          s_->numEdges,
+          s_->numRelations,
+          s_->numNtypes,
+          s_->hasNtype ? 1 : 0,
+          s_->numUniqueSrc,
+          s_->numUniqueDst,
+          s_->index == at::kInt ? 32 : 64,
+          built};
 }
 
 Graph Graph::fromTensors(std::vector<at::Tensor> tensors, std::vector<int64_t> sizes) {
+  const char *who = "hector::Graph::fromTensors: ";
+  TORCH_CHECK_VALUE(tensors.size() == static_cast<size_t>(kNumGraphStructures), who, "expected ",
+                    kNumGraphStructures, " tensors, got ", tensors.size());
+  TORCH_CHECK_VALUE(sizes.size() == sizeNames().size(), who, "expected ", sizeNames().size(),
+                    " sizes, got ", sizes.size());
   Graph g;
-  std::vector<at::Tensor *> slots = g.members();
-  TORCH_CHECK_VALUE(tensors.size() == slots.size(), "hector::Graph::fromTensors: expected ",
-                    slots.size(), " tensors, got ", tensors.size());
-  TORCH_CHECK_VALUE(sizes.size() == sizeNames().size(), "hector::Graph::fromTensors: expected ",
-                    sizeNames().size(), " sizes, got ", sizes.size());
-  g.numNodes_ = sizes[0];
-  g.numEdges_ = sizes[1];
-  g.numRelations_ = sizes[2];
-  g.numNtypes_ = sizes[3];
-  g.hasNtype_ = sizes[4] != 0;
-  const auto &names = tensorNames();
-  for (size_t k = 0; k < slots.size(); ++k) {
+  g.s_ = std::make_shared<State>();
+  State &s = *g.s_;
+  s.lazy = false;
+  s.numNodes = sizes[0];
+  s.numEdges = sizes[1];
+  s.numRelations = sizes[2];
+  s.numNtypes = sizes[3];
+  s.hasNtype = sizes[4] != 0;
+  s.numUniqueSrc = sizes[5];
+  s.numUniqueDst = sizes[6];
+  TORCH_CHECK_VALUE(sizes[7] == 32 || sizes[7] == 64, who, "index_bits must be 32 or 64, got ",
+                    sizes[7]);
+  s.index = sizes[7] == 32 ? at::kInt : at::kLong;
+  s.device = tensors.front().device();
+  for (int64_t v : {s.numNodes, s.numEdges, s.numRelations, s.numNtypes, s.numUniqueDst})
+    TORCH_CHECK_VALUE(v >= 0, who, "negative size ", v);
+  const uint64_t built = static_cast<uint64_t>(sizes[8]);
+  for (int k = 0; k < kNumGraphStructures; ++k) {
+    if (!(built >> k & 1))
+      continue;
+    const auto &info = graphStructures()[k];
     const at::Tensor &t = tensors[k];
-    TORCH_CHECK_VALUE(t.defined() && t.dim() == 1, "hector::Graph::fromTensors: ", names[k],
-                      " must be a defined 1-D tensor");
-    TORCH_CHECK_VALUE(t.device() == tensors[0].device(), "hector::Graph::fromTensors: ", names[k],
-                      " is on ", deviceName(t.device()), ", src on ",
-                      deviceName(tensors[0].device()));
-    bool isNorm = names[k].rfind("norm_", 0) == 0;
-    TORCH_CHECK_TYPE(t.scalar_type() == (isNorm ? at::kDouble : at::kLong),
-                     "hector::Graph::fromTensors: ", names[k], " must be ",
-                     isNorm ? "torch.float64" : "torch.int64", ", got ",
-                     dtypeName(t.scalar_type()));
-    *slots[k] = t;
+    TORCH_CHECK_VALUE(t.defined() && t.dim() == 1, who, info.name, " must be a 1-D tensor");
+    TORCH_CHECK_VALUE(t.device() == s.device, who, info.name, " is on ", deviceName(t.device()),
+                      ", the graph on ", deviceName(s.device));
+    TORCH_CHECK_TYPE(t.scalar_type() == s.index, who, info.name, " must be ", dtypeName(s.index),
+                     ", got ", dtypeName(t.scalar_type()));
+    const int64_t want = s.lengthOf(info.length);
+    TORCH_CHECK_VALUE(want >= 0 && t.size(0) == want, who, info.name, " has ", t.size(0),
+                      " entries, expected ", want);
+    TORCH_CHECK_VALUE(t.is_contiguous(), who, info.name, " must be contiguous");
+    s.tensors[k] = t;
+    s.versions[k] = t._version();
   }
-  auto expect = [&](const at::Tensor &t, int64_t n, const char *name) {
-    TORCH_CHECK_VALUE(t.size(0) == n, "hector::Graph::fromTensors: ", name, " has ", t.size(0),
-                      " entries, expected ", n);
-  };
-  expect(g.src_, g.numEdges_, "src");
-  expect(g.relPtr_, g.numRelations_ + 1, "rel_ptr");
-  expect(g.inPtr_, g.numNodes_ + 1, "in_ptr");
-  expect(g.ntype_, g.numNodes_, "ntype");
-  expect(g.ntypePtr_, g.numNtypes_ + 1, "ntype_ptr");
-  expect(g.normIn_, g.numEdges_, "norm_in");
-  expect(g.uniqueSrcEdgePtr_, g.uniqueSrc_.size(0) + 1, "unique_src_edge_ptr");
-  expect(g.uniqueSrcEdges_, g.numEdges_, "unique_src_edges");
-  expect(g.uniqueDstEdgePtr_, g.uniqueDst_.size(0) + 1, "unique_dst_edge_ptr");
-  expect(g.uniqueSrcNodePtr_, g.numNodes_ + 1, "unique_src_node_ptr");
-  expect(g.uniqueSrcByNode_, g.uniqueSrc_.size(0), "unique_src_by_node");
-  expect(g.uniqueDstNodePtr_, g.numNodes_ + 1, "unique_dst_node_ptr");
-  expect(g.uniqueDstByNode_, g.uniqueDst_.size(0), "unique_dst_by_node");
-  expect(g.ranges_, 8, "ranges");
   return g;
+}
+
+void Graph::require(GraphStructureMask mask) const {
+  std::lock_guard<std::mutex> lock(s_->mutex);
+  ensure(*s_, mask);
+}
+
+bool Graph::has(GraphStructure k) const {
+  std::lock_guard<std::mutex> lock(s_->mutex);
+  return s_->has(idx(k));
+}
+
+GraphStructureMask Graph::built() const {
+  std::lock_guard<std::mutex> lock(s_->mutex);
+  GraphStructureMask mask = 0;
+  for (int k = 0; k < kNumGraphStructures; ++k)
+    if (s_->has(k))
+      mask |= GraphStructureMask(1) << k;
+  return mask;
+}
+
+at::Tensor Graph::tensor(GraphStructure k) const {
+  std::lock_guard<std::mutex> lock(s_->mutex);
+  ensure(*s_, maskOf(k));
+  return s_->tensors[idx(k)];
+}
+
+void Graph::checkUnchanged(GraphStructureMask mask) const {
+  std::lock_guard<std::mutex> lock(s_->mutex);
+  for (int k = 0; k < kNumGraphStructures; ++k)
+    if ((mask >> k & 1) && s_->has(k) && s_->tensors[k]._version() != s_->versions[k])
+      TORCH_CHECK_VALUE(false, kWho, graphStructures()[k].name,
+                        " was modified in place after the graph was built; a graph's "
+                        "structures are immutable (build a new hector.Graph instead)");
+}
+
+int64_t Graph::nbytes() const {
+  std::lock_guard<std::mutex> lock(s_->mutex);
+  int64_t bytes = 0;
+  for (int k = 0; k < kNumGraphStructures; ++k)
+    if (s_->has(k))
+      bytes += s_->tensors[k].nbytes();
+  return bytes;
+}
+
+int64_t Graph::bytesToBuild(GraphStructureMask mask) const {
+  std::lock_guard<std::mutex> lock(s_->mutex);
+  // The groups that would be built, with the groups they depend on.
+  std::array<bool, graph_schema::kNumGraphGroups> groups{};
+  for (int k = 0; k < kNumGraphStructures; ++k)
+    if ((mask >> k & 1) && !s_->has(k)) {
+      const GraphGroup group = graphStructures()[k].group;
+      groups[static_cast<int>(group)] = true;
+      if (group == GraphGroup::UniqueSrc && !s_->has(idx(GraphStructure::out_pos)))
+        groups[static_cast<int>(GraphGroup::Out)] = true;
+    }
+  const int64_t indexBytes = s_->index == at::kInt ? 4 : 8;
+  // A pair count not known yet is at most E.
+  State sizes;
+  sizes.numNodes = s_->numNodes;
+  sizes.numEdges = s_->numEdges;
+  sizes.numRelations = s_->numRelations;
+  sizes.numNtypes = s_->numNtypes;
+  sizes.numUniqueSrc = s_->numUniqueSrc >= 0 ? s_->numUniqueSrc : s_->numEdges;
+  sizes.numUniqueDst = s_->numUniqueDst;
+  int64_t bytes = 0;
+  for (int k = 0; k < kNumGraphStructures; ++k)
+    if (groups[static_cast<int>(graphStructures()[k].group)] && !s_->has(k))
+      bytes += sizes.lengthOf(graphStructures()[k].length) * indexBytes;
+  return bytes;
 }
 
 Graph Graph::to(at::Device device, bool nonBlocking) const {
   if (device == this->device())
     return *this;
-  Graph g = *this;
-  for (at::Tensor *t : g.members())
-    *t = t->to(device, nonBlocking);
+  std::lock_guard<std::mutex> lock(s_->mutex);
+  Graph g;
+  g.s_ = std::make_shared<State>();
+  State &s = *g.s_;
+  s.numNodes = s_->numNodes;
+  s.numEdges = s_->numEdges;
+  s.numRelations = s_->numRelations;
+  s.numNtypes = s_->numNtypes;
+  s.hasNtype = s_->hasNtype;
+  s.numUniqueSrc = s_->numUniqueSrc;
+  s.numUniqueDst = s_->numUniqueDst;
+  s.index = s_->index;
+  s.lazy = s_->lazy;
+  s.userNtype = s_->userNtype;
+  s.device = device;
+  for (int k = 0; k < kNumGraphStructures; ++k)
+    if (s_->has(k)) {
+      s.tensors[k] = s_->tensors[k].to(device, nonBlocking);
+      s.versions[k] = s.tensors[k]._version();
+    }
   return g;
+}
+
+at::Device Graph::device() const { return s_->device; }
+at::ScalarType Graph::indexDtype() const { return s_->index; }
+int64_t Graph::numNodes() const { return s_->numNodes; }
+int64_t Graph::numEdges() const { return s_->numEdges; }
+int64_t Graph::numRelations() const { return s_->numRelations; }
+int64_t Graph::numNtypes() const { return s_->numNtypes; }
+bool Graph::hasNtype() const { return s_->hasNtype; }
+int64_t Graph::numUniqueDst() const { return s_->numUniqueDst; }
+
+int64_t Graph::numUniqueSrc() const {
+  std::lock_guard<std::mutex> lock(s_->mutex);
+  if (s_->numUniqueSrc < 0) {
+    TORCH_CHECK_VALUE(s_->lazy, "hector::Graph: U_src is not known for this graph");
+    ensure(*s_, maskOf(GraphStructure::unique_src));
+  }
+  return s_->numUniqueSrc;
+}
+
+at::Tensor Graph::edgeNorm(const std::string &kind, at::ScalarType dtype, bool userOrder) const {
+  TORCH_CHECK_VALUE(kind == "relation" || kind == "in", kWho,
+                    "the edge norm is 'relation' or 'in', got '", kind, "'");
+  TORCH_CHECK_TYPE(at::isFloatingType(dtype), kWho, "the edge norm's dtype must be floating, got ",
+                   dtypeName(dtype));
+  const bool relation = kind == "relation";
+  at::Tensor inPtr = onHost(tensor(GraphStructure::in_ptr));
+  at::Tensor etype = onHost(tensor(GraphStructure::sorted_etype));
+  at::Tensor perm = userOrder ? onHost(tensor(GraphStructure::edge_perm)) : at::Tensor();
+  const bool direct = dtype == at::kFloat || dtype == at::kDouble;
+  at::Tensor out = at::empty({numEdges()}, at::TensorOptions().dtype(direct ? dtype : at::kFloat));
+  dispatchIndex(indexDtype(), [&](auto itag) {
+    using I = decltype(itag);
+    const I *ip = ptr<I>(inPtr), *et = ptr<I>(etype);
+    const I *pm = perm.defined() ? ptr<I>(perm) : nullptr;
+    if (out.scalar_type() == at::kDouble)
+      fillEdgeNorm(numNodes(), ip, et, pm, relation, out.data_ptr<double>());
+    else
+      fillEdgeNorm(numNodes(), ip, et, pm, relation, out.data_ptr<float>());
+  });
+  if (!direct)
+    out = out.to(dtype);
+  return device().is_cpu() ? out : out.to(device());
+}
+
+std::vector<at::Tensor> Graph::userEdges() const {
+  at::Tensor inPtr = onHost(tensor(GraphStructure::in_ptr));
+  at::Tensor src = onHost(tensor(GraphStructure::sorted_src));
+  at::Tensor etype = onHost(tensor(GraphStructure::sorted_etype));
+  at::Tensor perm = onHost(tensor(GraphStructure::edge_perm));
+  const int64_t N = numNodes();
+  auto opts = at::TensorOptions().dtype(at::kLong);
+  at::Tensor us = at::empty({numEdges()}, opts), ud = at::empty({numEdges()}, opts),
+             ue = at::empty({numEdges()}, opts);
+  dispatchIndex(indexDtype(), [&](auto itag) {
+    using I = decltype(itag);
+    const I *ip = ptr<I>(inPtr), *sp = ptr<I>(src), *ep = ptr<I>(etype), *pm = ptr<I>(perm);
+    int64_t *os = us.data_ptr<int64_t>(), *od = ud.data_ptr<int64_t>(),
+            *oe = ue.data_ptr<int64_t>();
+#pragma omp parallel for schedule(dynamic, 1024)
+    for (int64_t v = 0; v < N; ++v)
+      for (int64_t p = ip[v]; p < static_cast<int64_t>(ip[v + 1]); ++p) {
+        const int64_t e = pm[p];
+        os[e] = sp[p];
+        od[e] = v;
+        oe[e] = ep[p];
+      }
+  });
+  if (!device().is_cpu())
+    return {us.to(device()), ud.to(device()), ue.to(device())};
+  return {us, ud, ue};
+}
+
+at::Tensor Graph::sortEdgeData(const at::Tensor &data) const {
+  TORCH_CHECK_VALUE(data.dim() >= 1 && data.size(0) == numEdges(), kWho,
+                    "edge data must have one row per edge (", numEdges(), "), got shape ",
+                    data.sizes());
+  return data.index_select(0, tensor(GraphStructure::edge_perm).to(data.device()));
+}
+
+at::Tensor Graph::unsortEdgeData(const at::Tensor &data) const {
+  TORCH_CHECK_VALUE(data.dim() >= 1 && data.size(0) == numEdges(), kWho,
+                    "edge data must have one row per edge (", numEdges(), "), got shape ",
+                    data.sizes());
+  at::Tensor perm = tensor(GraphStructure::edge_perm).to(data.device(), at::kLong);
+  return at::empty_like(data, at::MemoryFormat::Contiguous).index_copy_(0, perm, data);
 }
 
 Graph Graph::build(const at::Tensor &src, const at::Tensor &dst, const at::Tensor &etype,
@@ -202,195 +655,242 @@ Graph Graph::build(const at::Tensor &src, const at::Tensor &dst, const at::Tenso
         std::pair{options.numNtypes, "num_ntypes"}})
     TORCH_CHECK_VALUE(!value || *value >= 0, kWho, name, " must be non-negative, got ", *value);
 
-  Graph g;
-  g.hasNtype_ = hasNtype;
-  g.numEdges_ = src.size(0);
-  // Private copies: the graph must not change when the caller later writes to its tensors.
-  auto own = [](const at::Tensor &t) {
-    return t.to(at::kLong, /*non_blocking=*/false, /*copy=*/true).contiguous();
+  // The edge list on the host as int64 (no copy when it already is).
+  auto host64 = [](const at::Tensor &t) {
+    return t.to(at::TensorOptions().device(at::kCPU).dtype(at::kLong)).contiguous();
   };
-  g.src_ = own(src);
-  g.dst_ = own(dst);
-  g.etype_ = own(etype);
-  at::Tensor ntype = hasNtype ? own(*options.ntype) : at::Tensor();
+  const at::Tensor hs = host64(src), hd = host64(dst), he = host64(etype);
+  const at::Tensor hn = hasNtype ? host64(*options.ntype) : at::Tensor();
+  const int64_t E = hs.size(0);
+  const int64_t *ps = hs.data_ptr<int64_t>(), *pd = hd.data_ptr<int64_t>(),
+                *pe = he.data_ptr<int64_t>();
+  const auto rs = minMax(ps, E), rd = minMax(pd, E), re = minMax(pe, E);
+
+  auto s = std::make_shared<State>();
+  s->device = device;
+  s->hasNtype = hasNtype;
+  s->numEdges = E;
 
   // Node count: explicit, else ntype's length, else from the edges.
   if (options.numNodes) {
-    g.numNodes_ = *options.numNodes;
-    TORCH_CHECK_VALUE(!hasNtype || ntype.size(0) == g.numNodes_, kWho, "ntype has ", ntype.size(0),
-                      " entries but num_nodes is ", g.numNodes_,
+    s->numNodes = *options.numNodes;
+    TORCH_CHECK_VALUE(!hasNtype || hn.size(0) == s->numNodes, kWho, "ntype has ", hn.size(0),
+                      " entries but num_nodes is ", s->numNodes,
                       "; ntype needs one entry per node");
   } else if (hasNtype) {
-    g.numNodes_ = ntype.size(0);
+    s->numNodes = hn.size(0);
   } else {
-    checkRange(g.src_, "src", -1, "");
-    checkRange(g.dst_, "dst", -1, "");
-    g.numNodes_ = std::max(countFromMax(g.src_), countFromMax(g.dst_));
+    checkRange(ps, E, rs, "src", -1, "");
+    checkRange(pd, E, rd, "dst", -1, "");
+    s->numNodes = std::max(inferredCount(rs, "src"), inferredCount(rd, "dst"));
   }
-  checkRange(g.src_, "src", g.numNodes_, "num_nodes");
-  checkRange(g.dst_, "dst", g.numNodes_, "num_nodes");
+  checkRange(ps, E, rs, "src", s->numNodes, "num_nodes");
+  checkRange(pd, E, rd, "dst", s->numNodes, "num_nodes");
 
   if (options.numRelations) {
-    g.numRelations_ = *options.numRelations;
+    s->numRelations = *options.numRelations;
   } else {
-    checkRange(g.etype_, "etype", -1, "");
-    g.numRelations_ = countFromMax(g.etype_);
+    checkRange(pe, E, re, "etype", -1, "");
+    s->numRelations = inferredCount(re, "etype");
   }
-  checkRange(g.etype_, "etype", g.numRelations_, "num_relations");
+  checkRange(pe, E, re, "etype", s->numRelations, "num_relations");
 
   if (hasNtype) {
+    const int64_t T = hn.size(0);
+    const auto rn = minMax(hn.data_ptr<int64_t>(), T);
     if (options.numNtypes) {
-      g.numNtypes_ = *options.numNtypes;
+      s->numNtypes = *options.numNtypes;
     } else {
-      checkRange(ntype, "ntype", -1, "");
-      g.numNtypes_ = std::max<int64_t>(countFromMax(ntype), 1);
+      checkRange(hn.data_ptr<int64_t>(), T, rn, "ntype", -1, "");
+      s->numNtypes = std::max<int64_t>(inferredCount(rn, "ntype"), 1);
     }
-    checkRange(ntype, "ntype", g.numNtypes_, "num_ntypes");
+    checkRange(hn.data_ptr<int64_t>(), T, rn, "ntype", s->numNtypes, "num_ntypes");
   } else {
     TORCH_CHECK_VALUE(!options.numNtypes || *options.numNtypes == 1, kWho, "num_ntypes is ",
                       *options.numNtypes,
                       " but no ntype was given (without ntype every node has "
                       "type 0, so num_ntypes must be 1 or None)");
-    g.numNtypes_ = 1;
+    s->numNtypes = 1;
   }
 
-  // Composite keys relation * N + node must fit in int64.
-  const int64_t n = std::max<int64_t>(g.numNodes_, 1);
-  TORCH_CHECK_VALUE(g.numRelations_ <= std::numeric_limits<int64_t>::max() / n - 1, kWho,
-                    "num_relations * num_nodes (", g.numRelations_, " * ", g.numNodes_,
-                    ") does not fit in int64");
+  checkFits(s->numNodes, E, s->numRelations, s->numNtypes, !options.numNodes && !hasNtype,
+            !options.numRelations);
 
-  const at::TensorOptions idx = g.src_.options();
-  const int64_t numEdges = g.numEdges_;
-
-  // --- Relation-sorted edges: stable by (relation, destination), ties by user edge id. ---
-  at::Tensor key = g.etype_ * n + g.dst_;
-  auto [sortedKey, perm] = at::sort(key, /*stable=*/std::optional<bool>(true), /*dim=*/0);
-  g.edgePerm_ = perm;
-  g.edgePermInv_ = invertPermutation(perm);
-  g.sortedSrc_ = g.src_.index_select(0, perm);
-  g.sortedDst_ = g.dst_.index_select(0, perm);
-  g.sortedEtype_ = g.etype_.index_select(0, perm);
-  g.relPtr_ = segmentPointer(g.sortedEtype_, g.numRelations_);
-
-  // --- CSR by destination and by source over sorted edge ids. ---
-  std::tie(g.inPtr_, g.inEid_) = buildCsr(g.sortedDst_, g.numNodes_);
-  g.inSrc_ = g.sortedSrc_.index_select(0, g.inEid_);
-  std::tie(g.outPtr_, g.outEid_) = buildCsr(g.sortedSrc_, g.numNodes_);
-  g.outDst_ = g.sortedDst_.index_select(0, g.outEid_);
-
-  // --- Unique (node, relation) pairs. Sorted keys relation * N + node; the destination keys are
-  // already sorted (they are the sort key), the source keys need a sorted unique. ---
-  at::Tensor dstCounts;
-  if (numEdges == 0) {
-    g.uniqueDst_ = at::empty({0}, idx);
-    g.uniqueDstInv_ = at::empty({0}, idx);
-    g.uniqueSrc_ = at::empty({0}, idx);
-    g.uniqueSrcInv_ = at::empty({0}, idx);
-    g.uniqueDstPtr_ = at::zeros({g.numRelations_ + 1}, idx);
-    g.uniqueSrcPtr_ = at::zeros({g.numRelations_ + 1}, idx);
-    dstCounts = at::empty({0}, idx);
+  // The index dtype: int32 while every count and position fits.
+  const int64_t largest = std::max({s->numNodes, E, s->numRelations, s->numNtypes}) + 1;
+  const bool fits32 = largest <= std::numeric_limits<int32_t>::max();
+  if (options.indexDtype) {
+    TORCH_CHECK_VALUE(*options.indexDtype == at::kInt || *options.indexDtype == at::kLong, kWho,
+                      "index_dtype must be torch.int32 or torch.int64, got ",
+                      dtypeName(*options.indexDtype));
+    TORCH_CHECK_VALUE(*options.indexDtype == at::kLong || fits32, kWho,
+                      "index_dtype torch.int32 cannot index this graph (", s->numNodes, " nodes, ",
+                      E, " edges); use torch.int64");
+    s->index = *options.indexDtype;
   } else {
-    at::Tensor uniqueDstKeys;
-    std::tie(uniqueDstKeys, g.uniqueDstInv_, dstCounts) =
-        at::unique_consecutive(sortedKey, /*return_inverse=*/true, /*return_counts=*/true, 0);
-    g.uniqueDst_ = uniqueDstKeys.remainder(n);
-    g.uniqueDstPtr_ = segmentPointer(uniqueDstKeys.div(n, "floor"), g.numRelations_);
-
-    at::Tensor srcKey = g.sortedEtype_ * n + g.sortedSrc_;
-    auto [uniqueSrcKeys, srcInv, srcCounts] =
-        at::_unique2(srcKey, /*sorted=*/true, /*return_inverse=*/true, /*return_counts=*/false);
-    g.uniqueSrc_ = uniqueSrcKeys.remainder(n);
-    g.uniqueSrcInv_ = srcInv.reshape({numEdges});
-    g.uniqueSrcPtr_ = segmentPointer(uniqueSrcKeys.div(n, "floor"), g.numRelations_);
-    g.uniqueDstInv_ = g.uniqueDstInv_.reshape({numEdges});
+    s->index = fits32 ? at::kInt : at::kLong;
   }
-
-  // --- The members of every unique pair: its edges (for sums from edges into pairs) and, per
-  // node, its pairs (for sums from pairs into nodes). A destination pair's edges are contiguous
-  // (edges are sorted by relation, then destination), so it needs only the pointer. ---
-  std::tie(g.uniqueSrcEdgePtr_, g.uniqueSrcEdges_) =
-      buildCsr(g.uniqueSrcInv_, g.uniqueSrc_.size(0));
-  g.uniqueDstEdgePtr_ = segmentPointer(g.uniqueDstInv_, g.uniqueDst_.size(0));
-  std::tie(g.uniqueSrcNodePtr_, g.uniqueSrcByNode_) = buildCsr(g.uniqueSrc_, g.numNodes_);
-  std::tie(g.uniqueDstNodePtr_, g.uniqueDstByNode_) = buildCsr(g.uniqueDst_, g.numNodes_);
-
-  // --- Degree norms per sorted edge. ---
-  g.normRelation_ =
-      dstCounts.to(at::kDouble).reciprocal().index_select(0, g.uniqueDstInv_).contiguous();
-  at::Tensor inDegree = g.inPtr_.narrow(0, 1, g.numNodes_) - g.inPtr_.narrow(0, 0, g.numNodes_);
-  g.normIn_ = inDegree.index_select(0, g.sortedDst_).to(at::kDouble).reciprocal();
-
-  // --- Node-type segments. ---
-  g.ntype_ = hasNtype ? ntype : at::zeros({g.numNodes_}, idx);
-  auto [sortedTypes, typePerm] =
-      at::sort(g.ntype_, /*stable=*/std::optional<bool>(true), /*dim=*/0);
-  g.ntypePerm_ = typePerm;
-  g.ntypePermInv_ = invertPermutation(typePerm);
-  g.ntypePtr_ = segmentPointer(sortedTypes, g.numNtypes_);
+  const at::ScalarType I = s->index;
+  const int64_t N = s->numNodes, R = s->numRelations;
 
   // --- Optional: every relation joins one (source type, destination type) pair. ---
-  if (options.checkRelationTypes && hasNtype && numEdges > 0) {
-    at::Tensor pairKey = g.ntype_.index_select(0, g.sortedSrc_) * g.numNtypes_ +
-                         g.ntype_.index_select(0, g.sortedDst_);
-    at::Tensor firstOfRelation = g.relPtr_.index_select(0, g.sortedEtype_);
-    at::Tensor bad = pairKey.ne(pairKey.index_select(0, firstOfRelation));
-    if (bad.any().item<bool>()) {
-      // The first bad edge in the user's order.
-      at::Tensor badUser = bad.index_select(0, g.edgePermInv_);
-      int64_t edge = badUser.to(at::kByte).argmax().item<int64_t>();
-      int64_t rel = g.etype_[edge].item<int64_t>();
-      int64_t first = g.edgePerm_[g.relPtr_[rel]].item<int64_t>();
-      auto typeOf = [&](const at::Tensor &nodes, int64_t e) {
-        return g.ntype_[nodes[e]].item<int64_t>();
-      };
-      TORCH_CHECK_VALUE(false, kWho, "edge ", edge, " of relation ", rel, " joins node types ",
-                        typeOf(g.src_, edge), " -> ", typeOf(g.dst_, edge), ", but the relation's ",
-                        "edge ", first, " joins ", typeOf(g.src_, first), " -> ",
-                        typeOf(g.dst_, first),
-                        " (check_relation_types: every relation must join one source node type "
-                        "to one destination node type)");
+  if (options.checkRelationTypes && hasNtype && E > 0) {
+    const int64_t *nt = hn.data_ptr<int64_t>();
+    std::vector<int64_t> firstEdge(static_cast<size_t>(R), -1);
+    for (int64_t e = 0; e < E; ++e) {
+      int64_t &f = firstEdge[pe[e]];
+      if (f < 0) {
+        f = e;
+      } else if (nt[ps[e]] != nt[ps[f]] || nt[pd[e]] != nt[pd[f]]) {
+        TORCH_CHECK_VALUE(false, kWho, "edge ", e, " of relation ", pe[e], " joins node types ",
+                          nt[ps[e]], " -> ", nt[pd[e]], ", but the relation's edge ", f, " joins ",
+                          nt[ps[f]], " -> ", nt[pd[f]],
+                          " (check_relation_types: every relation must join one source node "
+                          "type to one destination node type)");
+      }
     }
   }
 
-  // --- The row ranges kernels read on the device (see ranges()). ---
-  std::vector<int64_t> ranges = {0, g.numNodes_,     0, g.numEdges_,
-                                 0, g.numUniqueSrc(), 0, g.numUniqueDst()};
-  g.ranges_ = at::tensor(ranges, idx.device(at::kCPU)).to(device);
+  // --- The base structures. ---
+  graph_build::EdgeList list{N, E, R, ps, pd, pe};
+  at::Tensor inPtr = hostIndex(I, N + 1), sortedSrc = hostIndex(I, E),
+             sortedEtype = hostIndex(I, E), edgePerm = hostIndex(I, E);
+  dispatchIndex(I, [&](auto tag) {
+    using T = decltype(tag);
+    s->numUniqueDst = graph_build::buildBase<T>(list, ptr<T>(inPtr), ptr<T>(sortedSrc),
+                                                ptr<T>(sortedEtype), ptr<T>(edgePerm));
+    // U_src for the cost model: counted with a bitmap of at most E bytes (else when the unique
+    // source pairs are built).
+    s->numUniqueSrc = graph_build::countUniqueSrc<T>(
+        N, E, R, ptr<T>(sortedSrc), ptr<T>(sortedEtype), std::max<int64_t>(E, 1 << 20));
+  });
+  if (hasNtype)
+    s->userNtype = hn.to(I);
+  std::vector<std::pair<GraphStructure, at::Tensor>> base = {
+      {GraphStructure::in_ptr, inPtr},
+      {GraphStructure::sorted_src, sortedSrc},
+      {GraphStructure::sorted_etype, sortedEtype},
+      {GraphStructure::edge_perm, edgePerm},
+      {GraphStructure::node_range, at::tensor(std::vector<int64_t>{0, N}).to(I)},
+      {GraphStructure::edge_range, at::tensor(std::vector<int64_t>{0, E}).to(I)}};
+  for (auto &[k, t] : base) {
+    at::Tensor placed = device.is_cpu() ? t : t.to(device);
+    s->tensors[idx(k)] = placed;
+    s->versions[idx(k)] = placed._version();
+  }
+  Graph g;
+  g.s_ = std::move(s);
   return g;
 }
 
 } // namespace hector
 
+//===----------------------------------------------------------------------===//
+// Operators and the TorchScript class
+//===----------------------------------------------------------------------===//
+
 namespace {
 
-/// The operator behind the Python class: builds and returns (tensors, sizes).
-std::tuple<std::vector<at::Tensor>, std::vector<int64_t>>
-graphBuildOp(const at::Tensor &src, const at::Tensor &dst, const at::Tensor &etype,
-             std::optional<int64_t> numNodes, const std::optional<at::Tensor> &ntype,
-             std::optional<int64_t> numRelations, std::optional<int64_t> numNtypes,
-             bool checkRelationTypes) {
+using hector::Graph;
+using hector::GraphHolder;
+using Holder = c10::intrusive_ptr<GraphHolder>;
+
+/// The structure named `name`, or a ValueError listing the names.
+hector::GraphStructure structureNamed(const std::string &name) {
+  const int k = hector::graph_schema::graphStructureIndex(name.c_str());
+  if (k < 0) {
+    std::string names;
+    for (const std::string &n : Graph::tensorNames())
+      names += (names.empty() ? "" : ", ") + n;
+    TORCH_CHECK_VALUE(false, "hector.Graph: no structure named '", name, "' (structures: ", names,
+                      ")");
+  }
+  return static_cast<hector::GraphStructure>(k);
+}
+
+Holder graphCreateOp(const at::Tensor &src, const at::Tensor &dst, const at::Tensor &etype,
+                     std::optional<int64_t> numNodes, const std::optional<at::Tensor> &ntype,
+                     std::optional<int64_t> numRelations, std::optional<int64_t> numNtypes,
+                     bool checkRelationTypes, std::optional<at::ScalarType> indexDtype) {
   hector::GraphOptions options;
   options.numNodes = numNodes;
   options.ntype = ntype;
   options.numRelations = numRelations;
   options.numNtypes = numNtypes;
   options.checkRelationTypes = checkRelationTypes;
-  hector::Graph g = hector::Graph::build(src, dst, etype, options);
-  return {g.tensors(), g.sizes()};
+  options.indexDtype = indexDtype;
+  return c10::make_intrusive<GraphHolder>(Graph::build(src, dst, etype, options));
 }
 
-/// The names of graph_build's outputs, so that Python never hard-codes their order.
+/// The names of the structures and sizes, so that Python never hard-codes their order.
 std::tuple<std::vector<std::string>, std::vector<std::string>> graphFieldsOp() {
-  return {hector::Graph::tensorNames(), hector::Graph::sizeNames()};
+  return {Graph::tensorNames(), Graph::sizeNames()};
 }
 
 } // namespace
 
 TORCH_LIBRARY_FRAGMENT(hector, m) {
-  m.def("graph_build(Tensor src, Tensor dst, Tensor etype, int? num_nodes=None, "
+  m.class_<GraphHolder>("Graph")
+      .def("sizes", [](const Holder &self) { return self->graph.sizes(); })
+      .def("tensor",
+           [](const Holder &self, const std::string &name) {
+             return self->graph.tensor(structureNamed(name));
+           })
+      .def("require",
+           [](const Holder &self, const std::vector<std::string> &names) {
+             hector::GraphStructureMask mask = 0;
+             for (const std::string &n : names)
+               mask |= hector::graph_schema::maskOf(structureNamed(n));
+             self->graph.require(mask);
+           })
+      .def("built",
+           [](const Holder &self) {
+             std::vector<std::string> out;
+             const hector::GraphStructureMask mask = self->graph.built();
+             for (int k = 0; k < hector::graph_schema::kNumGraphStructures; ++k)
+               if (mask >> k & 1)
+                 out.push_back(Graph::tensorNames()[k]);
+             return out;
+           })
+      .def("nbytes", [](const Holder &self) { return self->graph.nbytes(); })
+      .def("num_unique_src", [](const Holder &self) { return self->graph.numUniqueSrc(); })
+      .def("device", [](const Holder &self) { return self->graph.device().str(); })
+      .def("index_dtype",
+           [](const Holder &self) { return hector::dtypeName(self->graph.indexDtype()); })
+      .def("to",
+           [](const Holder &self, const std::string &device, bool nonBlocking) {
+             return c10::make_intrusive<GraphHolder>(
+                 self->graph.to(at::Device(device), nonBlocking));
+           })
+      .def("check_unchanged",
+           [](const Holder &self) { self->graph.checkUnchanged(~hector::GraphStructureMask(0)); })
+      .def("edge_norm", [](const Holder &self, const std::string &kind, at::ScalarType dtype,
+                           bool userOrder) { return self->graph.edgeNorm(kind, dtype, userOrder); })
+      .def("user_edges", [](const Holder &self) { return self->graph.userEdges(); })
+      .def("sort_edge_data", [](const Holder &self,
+                                const at::Tensor &data) { return self->graph.sortEdgeData(data); })
+      .def("unsort_edge_data", [](const Holder &self, const at::Tensor &data) {
+        return self->graph.unsortEdgeData(data);
+      });
+  m.def("graph_create(Tensor src, Tensor dst, Tensor etype, int? num_nodes=None, "
         "Tensor? ntype=None, int? num_relations=None, int? num_ntypes=None, "
-        "bool check_relation_types=False) -> (Tensor[], int[])",
-        &graphBuildOp);
+        "bool check_relation_types=False, ScalarType? index_dtype=None) "
+        "-> __torch__.torch.classes.hector.Graph",
+        &graphCreateOp);
   m.def("graph_fields() -> (str[], str[])", &graphFieldsOp);
+  // CompositeImplicitAutograd: the kernel builds its own autograd node (autograd.cpp).
+  m.def("layer_apply(str layer, __torch__.torch.classes.hector.Graph graph, Tensor[] inputs, "
+        "Tensor[] weights, str variant=\"auto\") -> Tensor[]",
+        &hector::layerApplyOp);
+  m.def("layer_prepare(str layer, __torch__.torch.classes.hector.Graph graph, bool training, "
+        "str variant=\"auto\") -> str",
+        &hector::layerPrepareOp);
+  m.def("layer_memory(str layer, __torch__.torch.classes.hector.Graph graph, bool training, "
+        "str variant=\"auto\", int element_bytes=4) -> float",
+        &hector::layerMemoryOp);
+  m.def("layer_variant(str layer, __torch__.torch.classes.hector.Graph graph, bool training, "
+        "str variant=\"auto\") -> str",
+        &hector::layerVariantOp);
+  m.def("layer_explain(str layer, __torch__.torch.classes.hector.Graph graph) -> str",
+        &hector::layerExplainOp);
 }

@@ -237,10 +237,10 @@ std::vector<TensorDecl> decls(const Json &list, const char *kindKey) {
 
 LayerManifest parseManifest(const std::string &ns, const std::string &json) {
   Json m = JsonReader(json).document();
-  if (m.at("format").num() != 2)
+  if (m.at("format").num() != 3)
     throw std::runtime_error("hector manifest of " + ns + ": format " +
                              std::to_string(static_cast<int>(m.at("format").num())) +
-                             " is not this runtime's (2); rebuild the library with this hectorc");
+                             " is not this runtime's (3); rebuild the library with this hectorc");
   LayerManifest out;
   out.layer = m.at("layer").str();
   out.ns = ns;
@@ -278,6 +278,25 @@ LayerManifest parseManifest(const std::string &ns, const std::string &json) {
     out.bytes = numbers(cost.at("bytes"));
     for (const Json &item : cost.at("intermediates").array())
       out.intermediates.push_back(numbers(item));
+  }
+  {
+    auto numbers = [](const Json &list) {
+      std::vector<double> values;
+      for (const Json &item : list.array())
+        values.push_back(item.num());
+      return values;
+    };
+    const Json &memory = m.at("memory");
+    for (const Json &point : memory.at("points").array())
+      out.memoryPoints.push_back(numbers(point));
+    out.memoryOutputs = numbers(memory.at("outputs"));
+  }
+  for (const Json &item : m.at("graph").array()) {
+    const int k = graph_schema::graphStructureIndex(item.str().c_str());
+    if (k < 0)
+      throw std::runtime_error("hector manifest of " + ns + ": unknown graph structure '" +
+                               item.str() + "'; rebuild the library with this hectorc");
+    out.structures |= GraphStructureMask(1) << k;
   }
   out.json = json;
   return out;

@@ -8,6 +8,8 @@
 // Also registers `hector::layer_variant` and `hector::layer_explain` for Python.
 //
 //===----------------------------------------------------------------------===//
+#include "graph_ops.h"
+#include "hector/graph_holder.h"
 #include "hector/model.h"
 
 #include <c10/util/Exception.h>
@@ -101,10 +103,65 @@ std::string format(double value) {
   return buffer;
 }
 
+/// Bytes as "1.23 GiB" / "45.6 MiB".
+std::string formatBytes(double bytes) {
+  char buffer[48];
+  if (bytes >= 1024.0 * 1024 * 1024)
+    std::snprintf(buffer, sizeof buffer, "%.3g GiB", bytes / (1024.0 * 1024 * 1024));
+  else
+    std::snprintf(buffer, sizeof buffer, "%.3g MiB", bytes / (1024.0 * 1024));
+  return buffer;
+}
+
+/// The largest of a layer's memory points, in elements.
+double peakElements(const LayerManifest &m, const std::vector<double> &terms) {
+  double peak = 0;
+  for (const std::vector<double> &point : m.memoryPoints)
+    peak = std::max(peak, evaluate(point, terms));
+  return peak;
+}
+
+/// The elements of the outputs a forward layer returns to its caller (not its saved ones): the
+/// gradients a backward call receives have their sizes.
+double returnedElements(const LayerManifest &m, const std::vector<double> &terms) {
+  double elements = 0;
+  for (const TensorDecl &out : m.outputs) {
+    if (out.saved)
+      continue;
+    double row = 1;
+    for (int64_t d : out.dims)
+      row *= static_cast<double>(d);
+    elements += row * (out.kind == "node" ? terms[0] : terms[1]);
+  }
+  return elements;
+}
+
 } // namespace
 
+double estimatePeakBytes(const LayerManifest &m, const Graph &graph, bool training,
+                         int64_t elementBytes) {
+  const std::vector<double> terms = termsOf(graph);
+  GraphStructureMask structures = m.structures;
+  double elements = 0;
+  if (training && !m.backward.empty()) {
+    const LayerManifest &bwd = manifestOf(m.backward);
+    structures |= bwd.structures;
+    // The forward's outputs (saved ones included) and the output gradients live through the
+    // backward call.
+    elements = std::max(peakElements(m, terms), evaluate(m.memoryOutputs, terms) +
+                                                    returnedElements(m, terms) +
+                                                    peakElements(bwd, terms));
+  } else {
+    const LayerManifest &run = m.inference.empty() ? m : manifestOf(m.inference);
+    structures |= run.structures;
+    elements = peakElements(run, terms);
+  }
+  return elements * static_cast<double>(elementBytes) +
+         static_cast<double>(graph.bytesToBuild(structures));
+}
+
 const LayerManifest &chooseVariant(const LayerManifest &layer, const Graph &graph, bool training,
-                                   const std::string &request) {
+                                   const std::string &request, int64_t elementBytes) {
   std::vector<const LayerManifest *> variants = variantsOf(layer);
   std::string wanted = request.empty() ? "auto" : request;
   if (wanted == "auto")
@@ -126,12 +183,25 @@ const LayerManifest &chooseVariant(const LayerManifest &layer, const Graph &grap
     return *variants.front();
   std::vector<double> terms = termsOf(graph);
   double balance = balanceFor(graph.device());
+  // The variants whose estimated peak fits the memory budget; the cheapest of them runs.
+  const double budget = static_cast<double>(memoryBudget(graph.device()));
   std::vector<Estimate> estimates;
+  std::string peaks;
   for (const LayerManifest *m : variants) {
     if (m->flops.empty()) // a library without estimates: the layer as written
       return *variants.front();
-    estimates.push_back(estimate(*m, terms, balance));
+    const double peak = estimatePeakBytes(*m, graph, training, elementBytes);
+    peaks += (peaks.empty() ? "" : ", ") + variantName(*m) + " " + formatBytes(peak);
+    if (peak <= budget)
+      estimates.push_back(estimate(*m, terms, balance));
   }
+  TORCH_CHECK_WITH(OutOfMemoryError, !estimates.empty(), layer.layer,
+                   ": no variant fits the memory budget on ", graph.device().str(), " (",
+                   training ? "training" : "inference", " on N=", graph.numNodes(),
+                   " E=", graph.numEdges(), "): estimated peaks ", peaks, "; budget ",
+                   formatBytes(budget),
+                   ". Free memory, raise the budget with hector.set_memory_budget(bytes), or "
+                   "force a variant with layer.variant");
   return *cheapest(estimates, training);
 }
 
@@ -145,7 +215,8 @@ std::string explainVariants(const LayerManifest &layer, const Graph &graph) {
      << " U_src=" << graph.numUniqueSrc() << " U_dst=" << graph.numUniqueDst()
      << " balance=" << balance << " flop/byte (" << (graph.device().is_cuda() ? "cuda" : "cpu")
      << ")\n";
-  std::vector<Estimate> estimates;
+  const double budget = static_cast<double>(memoryBudget(graph.device()));
+  std::vector<Estimate> estimates, trainFits, inferenceFits;
   for (const LayerManifest *m : variants) {
     if (m->flops.empty()) {
       os << "  " << variantName(*m) << ": no cost estimate in this library\n";
@@ -157,14 +228,28 @@ std::string explainVariants(const LayerManifest &layer, const Graph &graph) {
        << " inference=" << format(e.inference) << " largest=" << format(e.largest);
     if (!estimates.empty() && e.train > 0)
       os << " (train " << format(base / e.train) << "x)";
-    os << "\n    forward: flops=" << format(e.flops) << " bytes=" << format(e.bytes) << "\n";
+    const double trainPeak = estimatePeakBytes(*m, graph, true, 4);
+    const double inferencePeak = estimatePeakBytes(*m, graph, false, 4);
+    os << "\n    forward: flops=" << format(e.flops) << " bytes=" << format(e.bytes) << "\n"
+       << "    peak (float32): train " << formatBytes(trainPeak) << ", inference "
+       << formatBytes(inferencePeak) << (trainPeak > budget ? " (training over budget)" : "")
+       << "\n";
+    if (trainPeak <= budget)
+      trainFits.push_back(e);
+    if (inferencePeak <= budget)
+      inferenceFits.push_back(e);
     for (const std::string &line : m->rewrites)
       os << "    " << line << "\n";
     estimates.push_back(e);
   }
+  os << "  memory budget: " << formatBytes(budget) << "\n";
   if (estimates.size() == variants.size() && !estimates.empty())
-    os << "  choice: training " << variantName(*cheapest(estimates, true)) << ", inference "
-       << variantName(*cheapest(estimates, false)) << "\n";
+    os << "  choice: training "
+       << (trainFits.empty() ? std::string("(none fits)") : variantName(*cheapest(trainFits, true)))
+       << ", inference "
+       << (inferenceFits.empty() ? std::string("(none fits)")
+                                 : variantName(*cheapest(inferenceFits, false)))
+       << "\n";
   else
     os << "  choice: none (the layer as written)\n";
   return os.str();
@@ -180,26 +265,28 @@ const LayerManifest &layerNamed(const std::string &ns) {
   }
 }
 
-std::string layerVariantOp(const std::string &ns, std::vector<at::Tensor> graphTensors,
-                           std::vector<int64_t> graphSizes, bool training,
-                           const std::string &request) {
-  Graph graph = Graph::fromTensors(std::move(graphTensors), std::move(graphSizes));
-  return variantName(chooseVariant(layerNamed(ns), graph, training, request));
-}
-
-std::string layerExplainOp(const std::string &ns, std::vector<at::Tensor> graphTensors,
-                           std::vector<int64_t> graphSizes) {
-  Graph graph = Graph::fromTensors(std::move(graphTensors), std::move(graphSizes));
-  return explainVariants(layerNamed(ns), graph);
-}
-
 } // namespace
-} // namespace hector
 
-TORCH_LIBRARY_FRAGMENT(hector, m) {
-  m.def("layer_variant(str layer, Tensor[] graph, int[] graph_sizes, bool training, "
-        "str variant=\"auto\") -> str",
-        &hector::layerVariantOp);
-  m.def("layer_explain(str layer, Tensor[] graph, int[] graph_sizes) -> str",
-        &hector::layerExplainOp);
+std::string layerVariantOp(const std::string &ns, const c10::intrusive_ptr<GraphHolder> &graph,
+                           bool training, const std::string &request) {
+  return variantName(chooseVariant(layerNamed(ns), graphOf(graph), training, request));
 }
+
+double layerMemoryOp(const std::string &ns, const c10::intrusive_ptr<GraphHolder> &graph,
+                     bool training, const std::string &variant, int64_t elementBytes) {
+  const LayerManifest &layer = layerNamed(ns);
+  const Graph &g = graphOf(graph);
+  // A forced variant's estimate even when over budget; "auto": the choice within it.
+  const LayerManifest *chosen = nullptr;
+  if (variant != "auto" && !variant.empty())
+    chosen = &chooseVariant(layer, g, training, variant, elementBytes);
+  else
+    chosen = &chooseVariant(layer, g, training, "auto", elementBytes);
+  return estimatePeakBytes(*chosen, g, training, elementBytes);
+}
+
+std::string layerExplainOp(const std::string &ns, const c10::intrusive_ptr<GraphHolder> &graph) {
+  return explainVariants(layerNamed(ns), graphOf(graph));
+}
+
+} // namespace hector

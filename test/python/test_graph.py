@@ -31,72 +31,95 @@ def awkward_graph(seed=0, num_nodes=40, num_edges=200, num_relations=7, num_ntyp
 
 
 def reference(src, dst, etype, n, r, ntype=None, t=1):
-    """Every structure, computed with Python loops over lists."""
+    """Every structure, computed with Python loops over lists (graph_schema.h's definitions)."""
     src, dst, etype = src.tolist(), dst.tolist(), etype.tolist()
     e = len(src)
-    order = sorted(range(e), key=lambda k: (etype[k], dst[k], k))
-    ref = {"edge_perm": order}
-    ref["edge_perm_inv"] = [0] * e
-    for pos, k in enumerate(order):
-        ref["edge_perm_inv"][k] = pos
+    order = sorted(range(e), key=lambda k: (dst[k], etype[k], k))   # the internal order
     s_src = [src[k] for k in order]
     s_dst = [dst[k] for k in order]
     s_et = [etype[k] for k in order]
-    ref.update(sorted_src=s_src, sorted_dst=s_dst, sorted_etype=s_et)
+    ref = {"edge_perm": order, "sorted_src": s_src, "sorted_dst": s_dst, "sorted_etype": s_et}
+    ref["in_ptr"] = [sum(1 for x in s_dst if x < i) for i in range(n + 1)]
+    ref["node_range"], ref["edge_range"] = [0, n], [0, e]
+    ref["rel_rows"] = sorted(range(e), key=lambda p: (s_et[p], p))
     ref["rel_ptr"] = [sum(1 for x in s_et if x < q) for q in range(r + 1)]
-    for side, key, other in (("in", s_dst, s_src), ("out", s_src, s_dst)):
-        rows = [[k for k in range(e) if key[k] == i] for i in range(n)]
-        ref[f"{side}_ptr"] = list(np.cumsum([0] + [len(x) for x in rows]))
-        ref[f"{side}_eid"] = [k for row in rows for k in row]
-        ref[f"{side}_{'src' if side == 'in' else 'dst'}"] = [other[k] for row in rows for k in row]
+    ref["out_pos"] = sorted(range(e), key=lambda p: (s_src[p], s_et[p], p))
+    ref["out_ptr"] = [sum(1 for x in s_src if x < i) for i in range(n + 1)]
     for side, nodes in (("src", s_src), ("dst", s_dst)):
-        per_rel = [sorted({nodes[k] for k in range(e) if s_et[k] == q}) for q in range(r)]
-        flat = [(q, v) for q in range(r) for v in per_rel[q]]
+        flat = sorted({(s_et[p], nodes[p]) for p in range(e)})        # by relation, then node
         ref[f"unique_{side}"] = [v for _, v in flat]
-        ref[f"unique_{side}_ptr"] = list(np.cumsum([0] + [len(x) for x in per_rel]))
-        ref[f"unique_{side}_inv"] = [flat.index((s_et[k], nodes[k])) for k in range(e)]
-        members = [[k for k in range(e) if ref[f"unique_{side}_inv"][k] == u]
-                   for u in range(len(flat))]
-        ref[f"unique_{side}_edge_ptr"] = list(np.cumsum([0] + [len(m) for m in members]))
-        if side == "src":
-            ref["unique_src_edges"] = [k for m in members for k in m]
-        else:
-            assert [k for m in members for k in m] == list(range(e))   # contiguous
-        by_node = [[u for u, (_, v) in enumerate(flat) if v == i] for i in range(n)]
-        ref[f"unique_{side}_node_ptr"] = list(np.cumsum([0] + [len(x) for x in by_node]))
-        ref[f"unique_{side}_by_node"] = [u for x in by_node for u in x]
-    ref["norm_relation"] = [
-        1.0 / sum(1 for m in range(e) if s_dst[m] == s_dst[k] and s_et[m] == s_et[k])
-        for k in range(e)]
-    ref["norm_in"] = [1.0 / sum(1 for m in range(e) if s_dst[m] == s_dst[k]) for k in range(e)]
+        ref[f"unique_{side}_ptr"] = [sum(1 for q, _ in flat if q < x) for x in range(r + 1)]
+        ref[f"unique_{side}_inv"] = [flat.index((s_et[p], nodes[p])) for p in range(e)]
+        ref[f"unique_{side}_range"] = [0, len(flat)]
     types = [0] * n if ntype is None else ntype.tolist()
     ref["ntype"] = types
     ref["ntype_perm"] = sorted(range(n), key=lambda v: (types[v], v))
-    ref["ntype_perm_inv"] = [ref["ntype_perm"].index(v) for v in range(n)]
     ref["ntype_ptr"] = [sum(1 for x in types if x < q) for q in range(t + 1)]
     return ref
 
 
-def assert_matches_reference(graph, ref):
+def reference_norms(src, dst, etype):
+    """1/|N_r(i)| and 1/in-degree per edge, user order (Python counts)."""
+    d, r = dst.tolist(), etype.tolist()
+    e = len(d)
+    mean = [1 / sum(1 for m in range(e) if d[m] == d[k] and r[m] == r[k]) for k in range(e)]
+    indeg = [1 / sum(1 for m in range(e) if d[m] == d[k]) for k in range(e)]
+    return mean, indeg
+
+
+def assert_matches_reference(graph, ref, index_dtype=torch.int32):
+    assert graph.index_dtype == index_dtype
     for name, expected in ref.items():
         got = getattr(graph, name).cpu()
-        if name.startswith("norm"):
-            assert got.dtype == torch.float64, name
-            assert got.tolist() == pytest.approx(expected, rel=0, abs=0), name
-        else:
-            assert got.dtype == torch.int64, name
-            assert got.tolist() == [int(x) for x in expected], name
+        assert got.dtype == index_dtype, name
+        assert got.tolist() == [int(x) for x in expected], name
 
 
 # --- structure --------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_awkward_graph_matches_reference(seed):
+@pytest.mark.parametrize("index_dtype", [None, torch.int64])
+def test_awkward_graph_matches_reference(seed, index_dtype):
     src, dst, etype, ntype = awkward_graph(seed)
-    g = hector.Graph(src, dst, etype, num_nodes=40, ntype=ntype, num_relations=7, num_ntypes=4)
+    g = hector.Graph(src, dst, etype, num_nodes=40, ntype=ntype, num_relations=7, num_ntypes=4,
+                     index_dtype=index_dtype)
     assert (g.num_nodes, g.num_edges, g.num_relations, g.num_ntypes) == (40, 200, 7, 4)
     assert g.has_ntype
-    assert_matches_reference(g, reference(src, dst, etype, 40, 7, ntype, 4))
+    ref = reference(src, dst, etype, 40, 7, ntype, 4)
+    assert_matches_reference(g, ref, index_dtype or torch.int32)
+    assert g.num_unique_src == ref["unique_src_range"][1]
+    assert g.num_unique_dst == ref["unique_dst_range"][1]
+
+
+def test_structures_are_built_on_first_use():
+    src, dst, etype, ntype = awkward_graph(1)
+    g = hector.Graph(src, dst, etype, num_nodes=40, ntype=ntype, num_relations=7, num_ntypes=4)
+    base = ["in_ptr", "sorted_src", "sorted_etype", "edge_perm", "node_range", "edge_range"]
+    assert g.built() == base
+    assert list(g.tensors()) == base
+    assert g.nbytes == sum(t.nbytes for t in g.tensors().values())
+    g.unique_dst_inv                             # one structure builds its group
+    assert g.built() == base + ["unique_dst", "unique_dst_ptr", "unique_dst_inv",
+                                "unique_dst_range"]
+    g.require("unique_src")                      # which needs the CSR by source
+    assert {"out_ptr", "out_pos", "unique_src_inv"} <= set(g.built())
+    assert "rel_rows" not in g.built() and "sorted_dst" not in g.built()
+    with pytest.raises(ValueError, match="no structure named 'in_eid'"):
+        g.require("in_eid")
+
+
+def test_memory_layout():
+    """int32 structures: the base holds half the bytes of the int64 COO (three arrays of E and
+    the CSR pointer); every structure together 8 E-arrays, 2 pair arrays and a few of N."""
+    torch.manual_seed(0)
+    n, e, r = 5000, 60000, 8
+    src, dst, etype = torch.randint(0, n, (e,)), torch.randint(0, n, (e,)), torch.randint(0, r, (e,))
+    g = hector.Graph(src, dst, etype, num_nodes=n, num_relations=r)
+    assert g.nbytes == 4 * (3 * e + (n + 1) + 4)
+    assert g.nbytes <= 0.5 * 24 * e + 4 * (n + 5)
+    g.require(*hector.graph._fields()[0])
+    us, ud = g.num_unique_src, g.num_unique_dst
+    assert g.nbytes == 4 * (8 * e + us + ud + 4 * (n + 1) - 2 + 3 * (r + 1) + 2 + 8)
 
 
 def test_awkward_cases_are_present():
@@ -116,44 +139,45 @@ def test_awkward_cases_are_present():
 def test_sort_is_stable_and_permutations_round_trip():
     src, dst, etype, _ = awkward_graph(3)
     g = hector.Graph(src, dst, etype, num_nodes=40, num_relations=7)
-    perm, inv = g.edge_perm, g.edge_perm_inv
-    assert torch.equal(perm[inv], torch.arange(200))
-    assert torch.equal(inv[perm], torch.arange(200))
-    assert torch.equal(g.sorted_src, src[perm])
-    assert torch.equal(g.sorted_dst, dst[perm])
-    assert torch.equal(g.sorted_etype, etype[perm])
-    # lexicographic (relation, destination, user edge id)
-    key = list(zip(g.sorted_etype.tolist(), g.sorted_dst.tolist(), perm.tolist()))
+    perm = g.edge_perm.long()
+    assert sorted(perm.tolist()) == list(range(200))
+    assert torch.equal(g.sorted_src.long(), src[perm])
+    assert torch.equal(g.sorted_dst.long(), dst[perm])
+    assert torch.equal(g.sorted_etype.long(), etype[perm])
+    # lexicographic (destination, relation, user edge id)
+    key = list(zip(g.sorted_dst.tolist(), g.sorted_etype.tolist(), perm.tolist()))
     assert key == sorted(key)
     data = torch.randn(200, 3, dtype=torch.float64)
     assert torch.equal(g.unsort_edge_data(g.sort_edge_data(data)), data)
     assert torch.equal(g.sort_edge_data(data), data[perm])
+    # the user's edge list back
+    assert torch.equal(g.src, src) and torch.equal(g.dst, dst) and torch.equal(g.etype, etype)
+    assert g.src.dtype == torch.int64
 
 
 def test_csr_lists_every_edge_once():
     src, dst, etype, _ = awkward_graph(4)
     g = hector.Graph(src, dst, etype, num_nodes=40)
-    for ptr, eid, node_of_row, other, other_key in (
-            (g.in_ptr, g.in_eid, g.sorted_dst, g.in_src, g.sorted_src),
-            (g.out_ptr, g.out_eid, g.sorted_src, g.out_dst, g.sorted_dst)):
-        assert sorted(eid.tolist()) == list(range(200))
-        for i in range(40):
-            row = eid[ptr[i]:ptr[i + 1]]
-            assert (node_of_row[row] == i).all()
-            assert row.tolist() == sorted(row.tolist())
-        assert torch.equal(other, other_key[eid])
+    assert sorted(g.out_pos.tolist()) == list(range(200))
+    for i in range(40):
+        incoming = torch.arange(int(g.in_ptr[i]), int(g.in_ptr[i + 1]))
+        assert (g.sorted_dst[incoming] == i).all()
+        outgoing = g.out_pos[g.out_ptr[i]:g.out_ptr[i + 1]].long()
+        assert (g.sorted_src[outgoing] == i).all()
+        key = list(zip(g.sorted_etype[outgoing].tolist(), outgoing.tolist()))
+        assert key == sorted(key)                 # by relation, then position
 
 
 def test_unique_maps_reconstruct_node_and_relation():
     src, dst, etype, _ = awkward_graph(5)
     g = hector.Graph(src, dst, etype, num_nodes=40, num_relations=7)
     for side, nodes in (("src", g.sorted_src), ("dst", g.sorted_dst)):
-        ptr = getattr(g, f"unique_{side}_ptr")
+        ptr = getattr(g, f"unique_{side}_ptr").long()
         uniq = getattr(g, f"unique_{side}")
-        inv = getattr(g, f"unique_{side}_inv")
+        inv = getattr(g, f"unique_{side}_inv").long()
         rel_of_unique = torch.repeat_interleave(torch.arange(7), ptr.diff())
         assert torch.equal(uniq[inv], nodes)
-        assert torch.equal(rel_of_unique[inv], g.sorted_etype)
+        assert torch.equal(rel_of_unique[inv], g.sorted_etype.long())
         pairs = set(zip(nodes.tolist(), g.sorted_etype.tolist()))
         assert len(pairs) == uniq.numel()
         for r in range(7):
@@ -161,14 +185,21 @@ def test_unique_maps_reconstruct_node_and_relation():
             assert seg == sorted(set(seg))
 
 
-def test_norms_equal_python_counts():
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+def test_norms_equal_python_counts(dtype):
     src, dst, etype, _ = awkward_graph(6)
     g = hector.Graph(src, dst, etype, num_nodes=40, num_relations=7)
-    d, r = dst.tolist(), etype.tolist()
-    mean = [1 / sum(1 for m in range(200) if d[m] == d[k] and r[m] == r[k]) for k in range(200)]
-    indeg = [1 / sum(1 for m in range(200) if d[m] == d[k]) for k in range(200)]
-    assert g.unsort_edge_data(g.norm_relation).tolist() == mean
-    assert g.unsort_edge_data(g.norm_in).tolist() == indeg
+    mean, indeg = reference_norms(src, dst, etype)
+    for kind, expected in (("relation", mean), ("in", indeg)):
+        got = g.edge_norm(kind, dtype)
+        assert got.dtype == dtype
+        torch.testing.assert_close(got, torch.tensor(expected, dtype=dtype), rtol=0, atol=0)
+        internal = g.edge_norm(kind, dtype, order="internal")
+        assert torch.equal(g.unsort_edge_data(internal), got)
+    assert torch.equal(g.unsort_edge_data(g.norm_relation), torch.tensor(mean, dtype=torch.float64))
+    assert torch.equal(g.unsort_edge_data(g.norm_in), torch.tensor(indeg, dtype=torch.float64))
+    with pytest.raises(ValueError, match="the edge norm is 'relation' or 'in', got 'out'"):
+        g.edge_norm("out")
 
 
 def test_norm_matches_pyg_rgcnconv_mean():
@@ -181,10 +212,20 @@ def test_norm_matches_pyg_rgcnconv_mean():
     x = torch.randn(40, 5, dtype=torch.float64)
     expected = conv(x, torch.stack([src, dst]), etype)
     g = hector.Graph(src, dst, etype, num_nodes=40, num_relations=7)
-    msg = torch.einsum("ei,eio->eo", x[g.sorted_src], conv.weight[g.sorted_etype])
+    msg = torch.einsum("ei,eio->eo", x[src], conv.weight[etype])
     ours = torch.zeros(40, 3, dtype=torch.float64).index_add_(
-        0, g.sorted_dst, msg * g.norm_relation[:, None])
+        0, dst, msg * g.edge_norm("relation", torch.float64)[:, None])
     torch.testing.assert_close(ours, expected, rtol=1e-12, atol=1e-12)
+
+
+def test_in_place_writes_are_detected():
+    src, dst, etype, _ = awkward_graph(2)
+    g = hector.Graph(src, dst, etype, num_nodes=40, num_relations=7)
+    g._impl.check_unchanged()
+    g.sorted_src[3] = 10 ** 6                     # a property's tensor, written in place
+    with pytest.raises(ValueError, match="sorted_src was modified in place after the graph was "
+                                         "built"):
+        g._impl.check_unchanged()
 
 
 # --- edge cases -------------------------------------------------------------------------------
@@ -196,6 +237,7 @@ def test_zero_edges():
     assert g.rel_ptr.tolist() == [0, 0, 0]
     assert g.in_ptr.tolist() == [0, 0, 0, 0] and g.out_ptr.tolist() == [0, 0, 0, 0]
     assert g.unique_src_ptr.tolist() == [0, 0, 0] and g.unique_dst.numel() == 0
+    assert g.num_unique_src == 0 and g.num_unique_dst == 0
     assert g.norm_relation.numel() == 0 and g.norm_in.dtype == torch.float64
     g0 = hector.Graph(empty, empty, empty)
     assert (g0.num_nodes, g0.num_edges, g0.num_relations) == (0, 0, 0)
@@ -218,7 +260,6 @@ def test_num_nodes_from_ntype_and_ntypes_inferred():
     assert (g.num_nodes, g.num_ntypes) == (6, 2)
     assert g.ntype_ptr.tolist() == [0, 3, 6]
     assert g.ntype_perm.tolist() == [1, 4, 5, 0, 2, 3]
-    assert g.ntype_perm_inv[g.ntype_perm].tolist() == list(range(6))
 
 
 def test_graph_owns_its_tensors():
@@ -322,17 +363,16 @@ def test_umls_matches_numpy_reference():
     etype = torch.tensor([relations[r[1]] for r in rows])
     g = hector.Graph(src, dst, etype, num_nodes=len(entities), num_relations=len(relations))
     s, d, r = src.numpy(), dst.numpy(), etype.numpy()
-    order = np.lexsort((np.arange(len(s)), d, r))
+    n, nr = len(entities), len(relations)
+    order = np.lexsort((np.arange(len(s)), r, d))             # by destination, relation, id
     assert np.array_equal(g.edge_perm.numpy(), order)
-    assert np.array_equal(g.rel_ptr.numpy(),
-                          np.concatenate([[0], np.cumsum(np.bincount(r, minlength=len(relations)))]))
-    pair = r[order] * len(entities) + d[order]
+    assert np.array_equal(g.in_ptr.numpy(), np.concatenate([[0], np.cumsum(np.bincount(d, minlength=n))]))
+    assert np.array_equal(g.rel_ptr.numpy(), np.concatenate([[0], np.cumsum(np.bincount(r, minlength=nr))]))
+    pair = r * n + d
     _, inv, counts = np.unique(pair, return_inverse=True, return_counts=True)
-    assert np.array_equal(g.norm_relation.numpy(), 1.0 / counts[inv])
-    assert np.array_equal(g.in_ptr.numpy(), np.concatenate(
-        [[0], np.cumsum(np.bincount(d, minlength=len(entities)))]))
-    usrc = np.unique(r[order] * len(entities) + s[order])
-    assert np.array_equal(g.unique_src.numpy(), usrc % len(entities))
+    assert np.array_equal(g.edge_norm("relation", torch.float64).numpy(), 1.0 / counts[inv])
+    usrc = np.unique(r * n + s)
+    assert np.array_equal(g.unique_src.numpy(), usrc % n)
     assert g.num_unique_src == len(usrc)
 
 
@@ -345,8 +385,10 @@ def test_cuda_build_equals_cpu_build():
     gpu = hector.Graph(src.cuda(), dst.cuda(), etype.cuda(), ntype=ntype.cuda(), num_relations=7,
                        num_ntypes=4)
     assert gpu.device.type == "cuda"
+    names = hector.graph._fields()[0]
+    cpu.require(*names)
     for name, tensor in cpu.tensors().items():
-        got = getattr(gpu, name)
+        got = getattr(gpu, name)                 # built on first use, on the host, moved
         assert got.device.type == "cuda", name
         assert torch.equal(got.cpu(), tensor), name
     moved = cpu.to("cuda")
@@ -361,3 +403,20 @@ def test_cuda_validation():
         hector.Graph(I([0, 1]).cuda(), I([0, 7]).cuda(), I([0, 0]).cuda(), num_nodes=5)
     with pytest.raises(ValueError, match="etype is on cpu but src is on cuda"):
         hector.Graph(I([0]).cuda(), I([0]).cuda(), I([0]))
+
+
+# --- counts that cannot fit -------------------------------------------------------------------
+
+def test_huge_counts_are_clear_errors():
+    """Counts whose structures cannot fit in memory name the count, before any allocation."""
+    one = I([0])
+    with pytest.raises(ValueError, match=r"num_nodes is 1099511627776 \(inferred: the largest "
+                                         r"node id plus one\); the graph's structures need about"):
+        hector.Graph(I([0, 2 ** 40 - 1]), I([1, 2]), I([0, 0]))
+    with pytest.raises(ValueError, match=r"num_nodes is 1000000000000; the graph's structures"):
+        hector.Graph(one, one, one, num_nodes=10 ** 12)
+    with pytest.raises(ValueError, match=r"etype holds 9223372036854775807, too large to count "
+                                         r"etype from"):
+        hector.Graph(one, one, I([2 ** 63 - 1]))
+    with pytest.raises(ValueError, match=r"num_relations is 1000000000000 \(inferred"):
+        hector.Graph(one, one, I([10 ** 12 - 1]))

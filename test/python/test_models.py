@@ -1,7 +1,10 @@
 """End to end: compile the example models with hectorc, load them with hector.load, and compare
 their outputs with PyG's layers (same weights) and plain-PyTorch references, on awkward random
 graphs and on the real graphs AIFB and UMLS."""
+import os
 import pathlib
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -279,3 +282,61 @@ def test_kernels_are_profiler_events(compile_model):
     assert any(n.startswith("rgcn_k") and "_gemm_relation_gsrc" in n for n in names), names
     assert any(n.startswith("rgcn_k") and "_node_traversal" in n for n in names), names
     assert any(n.startswith("rgcn_backward_k") and n.endswith("_wgrad") for n in names), names
+
+
+def test_allocation_failure_is_clear_and_recoverable(compiled_library, tmp_path):
+    """An allocation that fails inside a call (the address space capped below what it needs,
+    the budget out of the way) is torch.OutOfMemoryError naming the layer, the variant and the
+    estimate; afterwards a smaller call succeeds, and repeated failing calls leak nothing."""
+    lib = compiled_library("rgcn", "in=64", "out=64")
+    script = tmp_path / "oom.py"
+    script.write_text(f"""
+import resource, sys, torch
+sys.path.insert(0, {str(pathlib.Path(__file__).resolve().parents[2] / "runtime" / "python")!r})
+import hector
+torch.set_num_threads(1)
+def rss():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+def mapped():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmSize:"):
+            return int(line.split()[1]) * 1024
+RGCN = hector.load({str(lib)!r})
+def graph(n, e):
+    g = torch.Generator().manual_seed(0)
+    src, dst = torch.randint(0, n, (e,), generator=g), torch.randint(0, n, (e,), generator=g)
+    return hector.Graph(src, dst, torch.randint(0, 4, (e,), generator=g), num_nodes=n,
+                        num_relations=4)
+big, small = graph(200000, 2000000), graph(1000, 5000)
+layer = RGCN(num_relations=4)
+layer.variant = "none"
+xb, nb = torch.randn(200000, 64), big.edge_norm()
+xs, ns = torch.randn(1000, 64), small.edge_norm()
+for g in (big, small):
+    layer.prepare(g)
+hector.set_memory_budget(1 << 50)
+headroom = 256 << 20                     # the call needs ~1.6 GiB: it cannot fit
+resource.setrlimit(resource.RLIMIT_AS, (mapped() + headroom, resource.RLIM_INFINITY))
+before = None
+for attempt in range(3):
+    try:
+        layer(big, xb, nb)
+        print("NO ERROR"); sys.exit(1)
+    except torch.OutOfMemoryError as e:
+        text = str(e)
+    if before is None:
+        before = rss()
+print(text)
+out = layer(small, xs, ns)              # the process goes on
+assert out.shape == (1000, 64)
+print("GROWTH", rss() - before)
+""")
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                       env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "rgcn: out of memory in a training call of variant 'none'" in r.stdout, r.stdout
+    assert "estimated peak" in r.stdout and "memory budget" in r.stdout
+    growth = int(r.stdout.split("GROWTH")[1].split()[0])
+    assert growth < 64 << 20, r.stdout     # nothing of the failed calls is kept

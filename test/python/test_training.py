@@ -66,9 +66,7 @@ def gradcheck_layer(Model, graph, inputs, weights, variant="auto"):
     n = len(inputs)
 
     def f(*args):
-        return torch.ops.hector.layer_apply(Model.manifest["namespace"],
-                                            list(graph.tensors().values()),
-                                            [int(v) for v in graph._sizes.values()],
+        return torch.ops.hector.layer_apply(Model.manifest["namespace"], graph._impl,
                                             list(args[:n]), list(args[n:]), variant)[0]
 
     return torch.autograd.gradcheck(f, (*inputs, *weights), eps=1e-6, atol=1e-7, rtol=1e-5)

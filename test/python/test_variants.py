@@ -268,6 +268,46 @@ def test_hgt_chooses_none_without_sharing(compile_model):
     assert choice_of(layer.explain(graph)) == (training, inference)
 
 
+def test_memory_budget_chooses_a_variant_that_fits(compile_model):
+    """Under a budget between two variants' estimated peaks the call runs the one that fits
+    (not the cheapest); under every estimate it raises torch.OutOfMemoryError naming them all;
+    the estimates follow the measured allocations (the live tensor bytes of a call)."""
+    Model = compile_model("rgat", *MODELS["rgat"][0])
+    graph = no_sharing_graph()   # reorder is the cheapest, "both" the smallest here
+    layer = build_layer(Model, graph, dtype=torch.float32)
+    x = torch.randn(graph.num_nodes, Model.manifest["inputs"][0]["dims"][0])
+    peaks = {}
+    for v in Model.variants():
+        layer.variant = v
+        peaks[v] = layer.memory_estimate(graph, training=True)
+    layer.variant = "auto"
+    cheapest = layer.chosen_variant(graph, training=True)
+    smaller = {v: p for v, p in peaks.items() if p < peaks[cheapest]}
+    assert smaller, peaks   # the cheapest is not the smallest on this graph
+    try:
+        hector.set_memory_budget((max(smaller.values()) + peaks[cheapest]) // 2)
+        chosen = layer.chosen_variant(graph, training=True)
+        assert chosen != cheapest and peaks[chosen] <= hector.memory_budget(), (chosen, peaks)
+        assert "memory budget" in layer.explain(graph)
+        hector.set_memory_budget(min(peaks.values()) // 2)
+        with pytest.raises(torch.OutOfMemoryError, match=r"no variant fits the memory budget.*"
+                                                         r"estimated peaks none "):
+            layer(graph, x.requires_grad_())
+    finally:
+        hector.set_memory_budget(None)
+    # The estimate against the allocations measured by the profiler's memory events.
+    from torch.profiler import ProfilerActivity, profile
+    layer.variant = cheapest
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        layer(graph, x).sum().backward()
+    events = [e for e in prof.profiler.kineto_results.events() if e.name() == "[memory]"]
+    live = peak = 0
+    for event in sorted(events, key=lambda e: e.start_ns()):   # + allocation, - free
+        live += event.nbytes()
+        peak = max(peak, live)
+    assert 0.5 * peaks[cheapest] <= peak <= 1.5 * peaks[cheapest], (peak, peaks[cheapest])
+
+
 @pytest.mark.parametrize("model", sorted(MODELS))
 def test_explain_agrees_with_chosen_variant(compile_model, model):
     Model = compile_model(model, *MODELS[model][0])

@@ -16,6 +16,8 @@
 #include "hector/cpu/traversal.h"
 #include "hector/cuda/segmented_gemm.cuh"
 #include "hector/cuda/traversal.cuh"
+#include "hector/emit/node_traversal.cuh"
+#include "hector/emit/node_traversal.h"
 #include "test_util.h"
 
 #include <cstdio>
@@ -245,108 +247,123 @@ void checkWeightGrad(const std::vector<I64> &sizes, I64 K, I64 N, I64 heads, I64
 //===----------------------------------------------------------------------===//
 
 struct DeviceGraph {
-  DeviceBuffer<I64> relOffsets, perm, src, dst, rowPtr, edge, nbr;
+  DeviceBuffer<I64> perm, inPtr, src, dst, rel, outPtr, outPos, srcPairNode, srcPairPtr,
+      srcPairInv, dstPairNode, dstPairPtr, dstPairInv;
   const Graph &g;
   explicit DeviceGraph(const Graph &graph)
-      : relOffsets(graph.relOffsets), perm(graph.perm), src(graph.sortedSrc),
-        dst(graph.sortedDst), rowPtr(graph.rowPtr), edge(graph.csrEdge), nbr(graph.csrNbr),
-        g(graph) {}
-  SortedEdges<I64> sorted() const {
-    SortedEdges<I64> s = g.sorted();
-    s.relOffsets = relOffsets.ptr;
-    s.eid = perm.ptr;
-    s.src = src.ptr;
-    s.dst = dst.ptr;
-    return s;
+      : perm(graph.perm), inPtr(graph.inPtr), src(graph.sortedSrc), dst(graph.sortedDst),
+        rel(graph.sortedRel), outPtr(graph.outPtr), outPos(graph.outPos),
+        srcPairNode(graph.srcPairNode), srcPairPtr(graph.srcPairPtr),
+        srcPairInv(graph.srcPairInv), dstPairNode(graph.dstPairNode),
+        dstPairPtr(graph.dstPairPtr), dstPairInv(graph.dstPairInv), g(graph) {}
+  EdgeRows<I64> edges() const {
+    EdgeRows<I64> r = g.edges();
+    r.groupPtr = inPtr.ptr;
+    r.src = src.ptr;
+    r.rel = rel.ptr;
+    r.eid = perm.ptr;
+    return r;
   }
-  Csr<I64> csr() const {
-    Csr<I64> c = g.csr();
-    c.rowPtr = rowPtr.ptr;
-    c.edge = edge.ptr;
-    c.nbr = nbr.ptr;
-    return c;
+  EdgeRows<I64> pairs(bool srcSide) const {
+    EdgeRows<I64> r = g.pairs(srcSide);
+    r.groupPtr = srcSide ? srcPairPtr.ptr : dstPairPtr.ptr;
+    r.node = srcSide ? srcPairNode.ptr : dstPairNode.ptr;
+    return r;
   }
+  Csr<I64> inCsr() const { return {g.numNodes, g.numEdges, inPtr.ptr, nullptr, src.ptr}; }
+  Csr<I64> outCsr() const { return {g.numNodes, g.numEdges, outPtr.ptr, outPos.ptr, dst.ptr}; }
 };
 
 template <typename T> void checkTraversals(std::mt19937_64 &rng) {
   const Graph g = randomGraph(5000, 60000, 9, rng);
   const DeviceGraph dg(g);
   const std::string t = typeName<T>();
-  const I64 H = 2, D = 24;
+  constexpr I64 H = 2, D = 24;
 
-  { // edge map: attention logits
+  { // edge map: attention logits, over the edges and over both ends' unique pairs
     auto x = randomVector<T>(g.numNodes * H * D, rng), w = randomVector<T>(g.numRelations * H * D, rng),
          y = randomVector<T>(g.numNodes * H, rng);
-    std::vector<T> want(g.numEdges * H);
-    cpu::edgeMap(g.sorted(), AttentionLogit<T>{x.data(), w.data(), y.data(), want.data(), H, D});
-    DeviceBuffer<T> dx(x), dw(w), dy(y), dout(g.numEdges * H);
-    checkCuda(gpu::launchEdgeMap(dg.sorted(), AttentionLogit<T>{dx.ptr, dw.ptr, dy.ptr, dout.ptr, H, D},
-                                  nullptr),
-              "edge map");
-    checkCuda(cudaDeviceSynchronize(), "edge map sync");
-    report("edge map (attention logits) " + t, maxRelError(dout.download(), want), tolerance<T>());
+    DeviceBuffer<T> dx(x), dw(w), dy(y);
+    for (int rows = 0; rows < 3; ++rows) {
+      const EdgeRows<I64> host = rows == 0 ? g.edges() : g.pairs(rows == 1);
+      const EdgeRows<I64> dev = rows == 0 ? dg.edges() : dg.pairs(rows == 1);
+      std::vector<T> want(host.numRows * H);
+      cpu::edgeMap(host, AttentionLogit<T>{x.data(), w.data(), y.data(), want.data(), H, D});
+      DeviceBuffer<T> dout(host.numRows * H);
+      checkCuda(gpu::launchEdgeMap(dev, AttentionLogit<T>{dx.ptr, dw.ptr, dy.ptr, dout.ptr, H, D},
+                                   nullptr),
+                "edge map");
+      checkCuda(cudaDeviceSynchronize(), "edge map sync");
+      const char *what[] = {"edges", "source pairs", "destination pairs"};
+      report(std::string("edge map over ") + what[rows] + " (attention logits) " + t,
+             maxRelError(dout.download(), want), tolerance<T>());
+    }
   }
 
-  for (I64 width : {1, 17, 64, 130}) { // node reductions
-    auto x = randomVector<T>(g.numNodes * width, rng), norm = randomVector<T>(g.numEdges, rng);
-    DeviceBuffer<T> dx(x), dn(norm), dout(g.numNodes * width);
-    const ScaledNeighbourRow<T> hf{x.data(), norm.data(), width}, df{dx.ptr, dn.ptr, width};
-    std::vector<T> want(g.numNodes * width);
-    const std::string w = " width=" + std::to_string(width) + " " + t;
-    cpu::nodeReduce<Reduce::kSum, Assign::kStore>(g.csr(), width, want.data(), width, hf);
-    checkCuda(gpu::launchNodeReduce<Reduce::kSum, Assign::kStore>(dg.csr(), width, dout.ptr, width,
-                                                                   df, nullptr),
-              "sum");
-    checkCuda(cudaDeviceSynchronize(), "sum sync");
-    report("node reduce sum (group 32 x 2)" + w, maxRelError(dout.download(), want),
-           tolerance<T>());
-    cpu::nodeReduce<Reduce::kMean, Assign::kStore>(g.csr(), width, want.data(), width, hf);
-    checkCuda(gpu::launchNodeReduce<Reduce::kMean, Assign::kStore, 8, 1>(dg.csr(), width, dout.ptr,
-                                                                          width, df, nullptr),
-              "mean");
-    checkCuda(cudaDeviceSynchronize(), "mean sync");
-    report("node reduce mean (group 8 x 1)" + w, maxRelError(dout.download(), want),
-           tolerance<T>());
-    cpu::nodeReduce<Reduce::kMax, Assign::kStore>(g.csr(), width, want.data(), width, hf);
-    checkCuda(gpu::launchNodeReduce<Reduce::kMax, Assign::kStore, 32, 4>(dg.csr(), width, dout.ptr,
-                                                                          width, df, nullptr),
-              "max");
-    checkCuda(cudaDeviceSynchronize(), "max sync");
-    report("node reduce max (group 32 x 4)" + w, maxRelError(dout.download(), want), 0.0);
-  }
-
-  { // edge softmax, backward, fused aggregation
+  { // node traversal: three-pass softmax aggregation on logits near 1e4
     auto s = randomVector<T>(g.numEdges * H, rng, 1e4 - 20, 1e4 + 20);
-    auto da = randomVector<T>(g.numEdges * H, rng);
     auto z = randomVector<T>(g.numNodes * H * D, rng);
-    std::vector<T> alpha(g.numEdges * H), ds(g.numEdges * H), agg(g.numNodes * H * D),
-        aggAlpha(g.numEdges * H);
-    cpu::edgeSoftmax(g.csr(), H, s.data(), alpha.data());
-    cpu::edgeSoftmaxBackward(g.csr(), H, alpha.data(), da.data(), ds.data());
-    cpu::softmaxAggregate(g.csr(), H, D, s.data(), NeighbourRow<T>{z.data(), H * D}, agg.data(),
-                          H * D, aggAlpha.data());
-    DeviceBuffer<T> dS(s), dDa(da), dZ(z), dAlpha(g.numEdges * H), dDs(g.numEdges * H),
-        dAgg(g.numNodes * H * D), dAggAlpha(g.numEdges * H), dAgg2(g.numNodes * H * D);
-    checkCuda(gpu::launchEdgeSoftmax(dg.csr(), H, dS.ptr, dAlpha.ptr, nullptr), "softmax");
-    checkCuda(gpu::launchEdgeSoftmaxBackward(dg.csr(), H, dAlpha.ptr, dDa.ptr, dDs.ptr, nullptr),
-              "softmax backward");
-    checkCuda(gpu::launchSoftmaxAggregate(dg.csr(), H, D, dS.ptr, NeighbourRow<T>{dZ.ptr, H * D},
-                                           dAgg.ptr, H * D, dAggAlpha.ptr, nullptr),
-              "softmax aggregate");
-    checkCuda(gpu::launchSoftmaxAggregate(dg.csr(), H, D, dS.ptr, NeighbourRow<T>{dZ.ptr, H * D},
-                                           dAgg2.ptr, H * D, static_cast<T *>(nullptr), nullptr),
-              "softmax aggregate");
-    checkCuda(cudaDeviceSynchronize(), "softmax sync");
-    report("edge softmax (logits ~1e4) " + t, maxRelError(dAlpha.download(), alpha, 1e-30),
+    std::vector<T> want(g.numNodes * H * D);
+    hector::emit::cpu::nodeTraversal<3>(g.inCsr(),
+                                        SoftmaxAggregate<T, H, D>{s.data(), z.data(), want.data()});
+    DeviceBuffer<T> dS(s), dZ(z), dOut(g.numNodes * H * D), dOut2(g.numNodes * H * D);
+    checkCuda(hector::emit::gpu::launchNodeTraversal<3>(
+                  dg.inCsr(), SoftmaxAggregate<T, H, D>{dS.ptr, dZ.ptr, dOut.ptr}, nullptr),
+              "node traversal");
+    checkCuda(hector::emit::gpu::launchNodeTraversal<3>(
+                  dg.inCsr(), SoftmaxAggregate<T, H, D>{dS.ptr, dZ.ptr, dOut2.ptr}, nullptr),
+              "node traversal");
+    checkCuda(cudaDeviceSynchronize(), "node traversal sync");
+    const auto got = dOut.download(), again = dOut2.download();
+    report("node traversal (softmax aggregation, logits ~1e4) " + t, maxRelError(got, want),
            tolerance<T>() * 10);
-    report("edge softmax backward " + t, maxRelError(dDs.download(), ds), tolerance<T>());
-    const auto got = dAgg.download();
-    report("softmax aggregate (online) " + t, maxRelError(got, agg), tolerance<T>());
-    report("softmax aggregate alpha " + t, maxRelError(dAggAlpha.download(), aggAlpha, 1e-30),
-           tolerance<T>() * 10);
-    const auto again = dAgg2.download();
-    reportExact("softmax aggregate rerun " + t,
+    reportExact("node traversal rerun " + t,
                 std::memcmp(got.data(), again.data(), got.size() * sizeof(T)) == 0);
+  }
+
+  for (bool srcSide : {true, false}) { // pair traversal and run sums over unique pairs
+    constexpr int W = 16;
+    const std::vector<I64> &inv = srcSide ? g.srcPairInv : g.dstPairInv;
+    const I64 U = static_cast<I64>((srcSide ? g.srcPairNode : g.dstPairNode).size());
+    const Csr<I64> hc = srcSide ? g.outCsr() : g.inCsr(), dc = srcSide ? dg.outCsr() : dg.inCsr();
+    const I64 *dInv = srcSide ? dg.srcPairInv.ptr : dg.dstPairInv.ptr;
+    auto w = randomVector<T>(g.numEdges, rng), x = randomVector<T>(g.numNodes * W, rng);
+    std::vector<T> want(U * W);
+    std::vector<std::int64_t> degree(U);
+    hector::emit::cpu::pairTraversal(hc, g.sortedRel.data(), inv.data(),
+                                     WeightedSum<T, W>{w.data(), x.data(), want.data(),
+                                                       degree.data()});
+    DeviceBuffer<T> dw(w), dx(x), dOut(U * W);
+    DeviceBuffer<std::int64_t> dDegree(U);
+    checkCuda(hector::emit::gpu::launchPairTraversal(
+                  dc, dg.rel.ptr, dInv,
+                  WeightedSum<T, W>{dw.ptr, dx.ptr, dOut.ptr, dDegree.ptr}, nullptr),
+              "pair traversal");
+    checkCuda(cudaDeviceSynchronize(), "pair traversal sync");
+    const std::string side = srcSide ? "source" : "destination";
+    report("pair traversal (" + side + " pairs) " + t, maxRelError(dOut.download(), want),
+           tolerance<T>());
+    reportExact("pair traversal degrees (" + side + " pairs)", dDegree.download() == degree);
+
+    auto edgeRows = randomVector<T>(g.numEdges * W, rng), pairRows = randomVector<T>(U * W, rng);
+    std::vector<T> wantPairs(U * W), wantNodes(g.numNodes * W);
+    cpu::runSum<T, I64>(hc, g.sortedRel.data(), inv.data(), edgeRows.data(), W, wantPairs.data(),
+                        false);
+    cpu::runSum<T, I64>(hc, g.sortedRel.data(), inv.data(), pairRows.data(), W, wantNodes.data(),
+                        true);
+    DeviceBuffer<T> dEdgeRows(edgeRows), dPairRows(pairRows), dPairs(U * W),
+        dNodes(g.numNodes * W);
+    checkCuda(gpu::launchRunSum<T, I64>(dc, dg.rel.ptr, dInv, dEdgeRows.ptr, W, dPairs.ptr, false,
+                                        nullptr),
+              "run sum");
+    checkCuda(gpu::launchRunSum<T, I64>(dc, dg.rel.ptr, dInv, dPairRows.ptr, W, dNodes.ptr, true,
+                                        nullptr),
+              "run sum");
+    checkCuda(cudaDeviceSynchronize(), "run sum sync");
+    report("run sum edges into " + side + " pairs " + t, maxRelError(dPairs.download(), wantPairs),
+           tolerance<T>());
+    report("run sum " + side + " pairs into nodes " + t, maxRelError(dNodes.download(), wantNodes),
+           tolerance<T>());
   }
 }
 

@@ -2,12 +2,14 @@
 //
 // Compiled (never run) for sm_80 and sm_90: every launch helper for float and
 // double, every scatter mode and layout, two tile configurations each, and
-// the traversal kernels with the functor shapes emitted code uses.
+// the traversal kernels with the functor shapes emitted code uses, for 32-
+// and 64-bit indices.
 //
 //===----------------------------------------------------------------------===//
 #include "functors.h"
 #include "hector/cuda/segmented_gemm.cuh"
 #include "hector/cuda/traversal.cuh"
+#include "hector/emit/node_traversal.cuh"
 
 namespace hector {
 namespace tmpl {
@@ -15,8 +17,8 @@ namespace gpu {
 namespace {
 
 using testing::AttentionLogit;
-using testing::NeighbourRow;
-using testing::ScaledNeighbourRow;
+using testing::SoftmaxAggregate;
+using testing::WeightedSum;
 
 template <typename T, BOp Op, typename Tile, typename Index> void gemmModes(cudaStream_t s) {
   GemmProblem<T, Index> p;
@@ -31,26 +33,14 @@ template <typename T, BOp Op, typename Tile, typename Index> void gemmModes(cuda
 }
 
 template <typename T, typename Index> void traversals(cudaStream_t s) {
-  SortedEdges<Index> edges;
+  EdgeRows<Index> edges;
   Csr<Index> csr;
   launchEdgeMap(edges, AttentionLogit<T>{}, s);
-  launchNodeReduce<Reduce::kSum, Assign::kStore>(csr, 16, static_cast<T *>(nullptr), 16,
-                                                 ScaledNeighbourRow<T>{}, s);
-  launchNodeReduce<Reduce::kMean, Assign::kAdd, 8, 1>(csr, 16, static_cast<T *>(nullptr), 16,
-                                                      ScaledNeighbourRow<T>{}, s);
-  launchNodeReduce<Reduce::kMax, Assign::kStore, 32, 4>(csr, 16, static_cast<T *>(nullptr), 16,
-                                                        NeighbourRow<T>{}, s);
-  launchEdgeSoftmax(csr, 1, static_cast<const T *>(nullptr), static_cast<T *>(nullptr), s);
-  launchEdgeSoftmaxBackward(csr, 1, static_cast<const T *>(nullptr),
-                            static_cast<const T *>(nullptr), static_cast<T *>(nullptr), s);
-  launchEdgeSoftmaxBackward<T, Assign::kAdd>(csr, 1, static_cast<const T *>(nullptr),
-                                             static_cast<const T *>(nullptr),
-                                             static_cast<T *>(nullptr), s);
-  launchSoftmaxAggregate(csr, 1, 16, static_cast<const T *>(nullptr), NeighbourRow<T>{},
-                         static_cast<T *>(nullptr), 16, static_cast<T *>(nullptr), s);
-  launchSoftmaxAggregate<T, Assign::kAdd, 1>(csr, 1, 16, static_cast<const T *>(nullptr),
-                                             NeighbourRow<T>{}, static_cast<T *>(nullptr), 16,
-                                             static_cast<T *>(nullptr), s);
+  emit::gpu::launchNodeTraversal<3>(csr, SoftmaxAggregate<T, 4, 16>{}, s);
+  emit::gpu::launchNodeTraversal<1>(csr, WeightedSum<T, 64>{}, s);
+  emit::gpu::launchPairTraversal(csr, static_cast<const Index *>(nullptr),
+                                 static_cast<const Index *>(nullptr), WeightedSum<T, 64>{}, s);
+  launchRunSum<T, Index>(csr, nullptr, nullptr, nullptr, 64, nullptr, true, s);
 }
 
 template <typename T, typename Index> void everything(cudaStream_t s) {
@@ -72,6 +62,7 @@ void instantiateAllTemplates(cudaStream_t s) {
   everything<float, std::int64_t>(s);
   everything<double, std::int64_t>(s);
   everything<float, std::int32_t>(s);
+  everything<double, std::int32_t>(s);
 }
 
 } // namespace gpu

@@ -92,37 +92,67 @@ std::vector<long double> referenceWeightGrad(const WeightGradProblem<T, I64> &p)
   return out;
 }
 
-/// A random multigraph with relation-sorted edges and CSR by destination.
-/// Node `numNodes - 1` (and every node not drawn) may be isolated; when
-/// `isolated` is set, nodes [0, numNodes/4) receive no edges at all.
+/// A random multigraph in the layout of hector::Graph, built here by plain sorts (the oracle
+/// of the runtime's counting sorts lives in the Python tests): edges in internal order (by
+/// destination, then relation, then user edge id), the CSR by source (by relation, then
+/// position within a node) and the unique pairs of both ends, numbered by relation, then node.
+/// Node `numNodes - 1` (and every node not drawn) may be isolated; when `isolated` is set,
+/// nodes [0, numNodes/4) receive no edges at all; the last relation has no edge.
 struct Graph {
   I64 numNodes = 0, numEdges = 0, numRelations = 0;
-  std::vector<I64> src, dst, rel;  // by user edge id
-  std::vector<I64> relOffsets;     // [R + 1]
-  std::vector<I64> perm;           // sorted position -> edge id
-  std::vector<I64> sortedSrc, sortedDst;
-  std::vector<I64> rowPtr, csrEdge, csrNbr; // CSR by destination, edge ids
+  std::vector<I64> src, dst, rel;    // by user edge id
+  std::vector<I64> perm;             // position -> user edge id
+  std::vector<I64> inPtr, sortedSrc, sortedDst, sortedRel; // by position
+  std::vector<I64> outPtr, outPos;   // CSR by source
+  /// Unique pairs of each end: node of every pair, relation offsets, every position's pair.
+  std::vector<I64> srcPairNode, srcPairPtr, srcPairInv, dstPairNode, dstPairPtr, dstPairInv;
 
-  SortedEdges<I64> sorted() const {
-    SortedEdges<I64> g;
-    g.numEdges = numEdges;
-    g.numRelations = numRelations;
-    g.relOffsets = relOffsets.data();
-    g.src = sortedSrc.data();
-    g.dst = sortedDst.data();
-    g.eid = perm.data();
-    return g;
+  EdgeRows<I64> edges() const {
+    EdgeRows<I64> r;
+    r.numRows = numEdges;
+    r.numGroups = numNodes;
+    r.groupPtr = inPtr.data();
+    r.src = sortedSrc.data();
+    r.rel = sortedRel.data();
+    r.eid = perm.data();
+    return r;
   }
-  Csr<I64> csr() const {
-    Csr<I64> g;
-    g.numNodes = numNodes;
-    g.numEntries = numEdges;
-    g.rowPtr = rowPtr.data();
-    g.edge = csrEdge.data();
-    g.nbr = csrNbr.data();
-    return g;
+  EdgeRows<I64> pairs(bool srcSide) const {
+    EdgeRows<I64> r;
+    r.numRows = static_cast<I64>((srcSide ? srcPairNode : dstPairNode).size());
+    r.numGroups = numRelations;
+    r.groupPtr = (srcSide ? srcPairPtr : dstPairPtr).data();
+    r.groupIsNode = false;
+    r.node = (srcSide ? srcPairNode : dstPairNode).data();
+    return r;
+  }
+  Csr<I64> inCsr() const { return {numNodes, numEdges, inPtr.data(), nullptr, sortedSrc.data()}; }
+  Csr<I64> outCsr() const {
+    return {numNodes, numEdges, outPtr.data(), outPos.data(), sortedDst.data()};
   }
 };
+
+/// The unique (node, relation) pairs of a CSR's entries: numbered by relation, then node.
+inline void uniquePairs(const Graph &g, const std::vector<I64> &nodeOf, std::vector<I64> &node,
+                        std::vector<I64> &ptr, std::vector<I64> &inv) {
+  std::vector<std::pair<I64, I64>> keys; // (relation, node) per position
+  for (I64 p = 0; p < g.numEdges; ++p)
+    keys.push_back({g.sortedRel[p], nodeOf[p]});
+  std::vector<std::pair<I64, I64>> unique = keys;
+  std::sort(unique.begin(), unique.end());
+  unique.erase(std::unique(unique.begin(), unique.end()), unique.end());
+  node.clear();
+  ptr.assign(g.numRelations + 1, 0);
+  for (const auto &k : unique) {
+    node.push_back(k.second);
+    ++ptr[k.first + 1];
+  }
+  for (I64 r = 0; r < g.numRelations; ++r)
+    ptr[r + 1] += ptr[r];
+  inv.resize(g.numEdges);
+  for (I64 p = 0; p < g.numEdges; ++p)
+    inv[p] = std::lower_bound(unique.begin(), unique.end(), keys[p]) - unique.begin();
+}
 
 inline Graph randomGraph(I64 numNodes, I64 numEdges, I64 numRelations, std::mt19937_64 &rng,
                          bool isolated = true) {
@@ -140,48 +170,48 @@ inline Graph randomGraph(I64 numNodes, I64 numEdges, I64 numRelations, std::mt19
   }
   g.perm.resize(numEdges);
   std::iota(g.perm.begin(), g.perm.end(), 0);
-  std::stable_sort(g.perm.begin(), g.perm.end(),
-                   [&](I64 a, I64 b) { return g.rel[a] < g.rel[b]; });
-  g.relOffsets.assign(numRelations + 1, 0);
-  for (I64 e = 0; e < numEdges; ++e)
-    ++g.relOffsets[g.rel[e] + 1];
-  for (I64 r = 0; r < numRelations; ++r)
-    g.relOffsets[r + 1] += g.relOffsets[r];
+  std::stable_sort(g.perm.begin(), g.perm.end(), [&](I64 a, I64 b) {
+    return std::make_pair(g.dst[a], g.rel[a]) < std::make_pair(g.dst[b], g.rel[b]);
+  });
   for (I64 p = 0; p < numEdges; ++p) {
     g.sortedSrc.push_back(g.src[g.perm[p]]);
     g.sortedDst.push_back(g.dst[g.perm[p]]);
+    g.sortedRel.push_back(g.rel[g.perm[p]]);
   }
-  g.rowPtr.assign(numNodes + 1, 0);
-  for (I64 e = 0; e < numEdges; ++e)
-    ++g.rowPtr[g.dst[e] + 1];
-  for (I64 v = 0; v < numNodes; ++v)
-    g.rowPtr[v + 1] += g.rowPtr[v];
-  std::vector<I64> fill(g.rowPtr.begin(), g.rowPtr.end() - 1);
-  g.csrEdge.resize(numEdges);
-  g.csrNbr.resize(numEdges);
-  for (I64 e = 0; e < numEdges; ++e) {
-    const I64 at = fill[g.dst[e]]++;
-    g.csrEdge[at] = e;
-    g.csrNbr[at] = g.src[e];
-  }
+  auto pointer = [&](const std::vector<I64> &keys) {
+    std::vector<I64> ptr(numNodes + 1, 0);
+    for (I64 k : keys)
+      ++ptr[k + 1];
+    for (I64 v = 0; v < numNodes; ++v)
+      ptr[v + 1] += ptr[v];
+    return ptr;
+  };
+  g.inPtr = pointer(g.sortedDst);
+  g.outPtr = pointer(g.sortedSrc);
+  g.outPos.resize(numEdges);
+  std::iota(g.outPos.begin(), g.outPos.end(), 0);
+  std::stable_sort(g.outPos.begin(), g.outPos.end(), [&](I64 a, I64 b) {
+    return std::make_pair(g.sortedSrc[a], g.sortedRel[a]) <
+           std::make_pair(g.sortedSrc[b], g.sortedRel[b]);
+  });
+  uniquePairs(g, g.sortedSrc, g.srcPairNode, g.srcPairPtr, g.srcPairInv);
+  uniquePairs(g, g.sortedDst, g.dstPairNode, g.dstPairPtr, g.dstPairInv);
   return g;
 }
 
-/// Two-pass reference edge softmax in long double ([E, heads] by edge id).
+/// Two-pass reference edge softmax in long double ([E, heads] by position).
 template <typename T>
 std::vector<long double> referenceSoftmax(const Graph &g, I64 heads, const std::vector<T> &s) {
   std::vector<long double> alpha(g.numEdges * heads, 0.0L);
   for (I64 v = 0; v < g.numNodes; ++v)
     for (I64 h = 0; h < heads; ++h) {
       long double mx = -INFINITY, sum = 0;
-      for (I64 j = g.rowPtr[v]; j < g.rowPtr[v + 1]; ++j)
-        mx = std::max<long double>(mx, s[g.csrEdge[j] * heads + h]);
-      for (I64 j = g.rowPtr[v]; j < g.rowPtr[v + 1]; ++j)
-        sum += std::exp(static_cast<long double>(s[g.csrEdge[j] * heads + h]) - mx);
-      for (I64 j = g.rowPtr[v]; j < g.rowPtr[v + 1]; ++j) {
-        const I64 e = g.csrEdge[j];
-        alpha[e * heads + h] = std::exp(static_cast<long double>(s[e * heads + h]) - mx) / sum;
-      }
+      for (I64 p = g.inPtr[v]; p < g.inPtr[v + 1]; ++p)
+        mx = std::max<long double>(mx, s[p * heads + h]);
+      for (I64 p = g.inPtr[v]; p < g.inPtr[v + 1]; ++p)
+        sum += std::exp(static_cast<long double>(s[p * heads + h]) - mx);
+      for (I64 p = g.inPtr[v]; p < g.inPtr[v + 1]; ++p)
+        alpha[p * heads + h] = std::exp(static_cast<long double>(s[p * heads + h]) - mx) / sum;
     }
   return alpha;
 }

@@ -11,6 +11,17 @@
 #include <omp.h>
 #endif
 
+/// `#pragma GCC unroll N` for the host compiler (nvcc, which also reads the CPU templates in
+/// the template checks, has its own unroll pragma).
+#define HECTOR_PRAGMA(x) _Pragma(#x)
+#if defined(__CUDACC__)
+#define HECTOR_UNROLL(n) HECTOR_PRAGMA(unroll n)
+#elif defined(__GNUC__) && !defined(__clang__)
+#define HECTOR_UNROLL(n) HECTOR_PRAGMA(GCC unroll n)
+#else
+#define HECTOR_UNROLL(n)
+#endif
+
 namespace hector {
 namespace tmpl {
 namespace cpu {

@@ -81,8 +81,10 @@ inline void packB(const T *HECTOR_RESTRICT b, std::int64_t K, std::int64_t N, st
 // The vector helpers below pass 64-byte vectors by value between inline functions of one
 // translation unit; no such function crosses a library boundary, so the ABI note GCC gives for
 // targets without AVX-512 (-Wpsabi) does not apply.
+#if defined(__GNUC__) && !defined(__CUDACC__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wpsabi"
+#endif
 
 /// The SIMD vector of the CPU kernels: 64 bytes of T (16 floats, 8 doubles), a GCC vector
 /// type that the compiler maps onto the widest registers the target has (one AVX-512 register,
@@ -118,31 +120,31 @@ inline void microKernel(const T *const *aRows, std::int64_t k0, std::int64_t kd,
   using V = typename S::Vec;
   constexpr std::int64_t L = S::kLanes;
   V c[MR][NV];
-#pragma GCC unroll 8
+HECTOR_UNROLL(8)
   for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 4
+HECTOR_UNROLL(4)
     for (int j = 0; j < NV; ++j)
       c[i][j] = first ? V{} : S::load(acc + i * ldc + j * L);
   const T *a[MR];
-#pragma GCC unroll 8
+HECTOR_UNROLL(8)
   for (int i = 0; i < MR; ++i)
     a[i] = aRows[i] + k0;
   for (std::int64_t k = 0; k < kd; ++k) {
     V b[NV];
-#pragma GCC unroll 4
+HECTOR_UNROLL(4)
     for (int j = 0; j < NV; ++j)
       b[j] = S::load(pack + k * ldp + j * L);
-#pragma GCC unroll 8
+HECTOR_UNROLL(8)
     for (int i = 0; i < MR; ++i) {
       const T av = a[i][k];
-#pragma GCC unroll 4
+HECTOR_UNROLL(4)
       for (int j = 0; j < NV; ++j)
         c[i][j] += av * b[j];
     }
   }
-#pragma GCC unroll 8
+HECTOR_UNROLL(8)
   for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 4
+HECTOR_UNROLL(4)
     for (int j = 0; j < NV; ++j)
       S::store(acc + i * ldc + j * L, c[i][j]);
 }
@@ -263,27 +265,27 @@ inline void wgradKernel(std::int64_t rb, const T *HECTOR_RESTRICT a, std::int64_
   using V = typename S::Vec;
   constexpr std::int64_t L = S::kLanes;
   V c[MK][NV];
-#pragma GCC unroll 8
+HECTOR_UNROLL(8)
   for (int i = 0; i < MK; ++i)
-#pragma GCC unroll 4
+HECTOR_UNROLL(4)
     for (int j = 0; j < NV; ++j)
       c[i][j] = S::load(acc + i * ldacc + j * L);
   for (std::int64_t r = 0; r < rb; ++r) {
     V b[NV];
-#pragma GCC unroll 4
+HECTOR_UNROLL(4)
     for (int j = 0; j < NV; ++j)
       b[j] = S::load(g + r * ldg + j * L);
-#pragma GCC unroll 8
+HECTOR_UNROLL(8)
     for (int i = 0; i < MK; ++i) {
       const T av = a[r * lda + i];
-#pragma GCC unroll 4
+HECTOR_UNROLL(4)
       for (int j = 0; j < NV; ++j)
         c[i][j] += av * b[j];
     }
   }
-#pragma GCC unroll 8
+HECTOR_UNROLL(8)
   for (int i = 0; i < MK; ++i)
-#pragma GCC unroll 4
+HECTOR_UNROLL(4)
     for (int j = 0; j < NV; ++j)
       S::store(acc + i * ldacc + j * L, c[i][j]);
 }
@@ -299,7 +301,9 @@ inline void wgradKernelTail(std::int64_t mk, std::int64_t rb, const T *a, std::i
   }
 }
 
+#if defined(__GNUC__) && !defined(__CUDACC__)
 #pragma GCC diagnostic pop
+#endif
 
 } // namespace detail
 

@@ -147,9 +147,10 @@ __global__ void __launch_bounds__(Tile::kThreads)
   for (int m = threadIdx.x; m < BM; m += NT) {
     const std::int64_t row = rowBegin + m;
     if (row < rowEnd) {
-      const std::int64_t in = p.gather ? static_cast<std::int64_t>(p.gather[row]) : row;
+      const std::int64_t phys = p.rows ? static_cast<std::int64_t>(p.rows[row]) : row;
+      const std::int64_t in = p.gather ? static_cast<std::int64_t>(p.gather[phys]) : phys;
       aOffset[m] = in * p.lda + head * K;
-      cRow[m] = scatterIsIndexed(Mode) ? static_cast<std::int64_t>(p.scatter[row]) : row;
+      cRow[m] = scatterIsIndexed(Mode) ? static_cast<std::int64_t>(p.scatter[phys]) : phys;
     } else {
       aOffset[m] = -1;
       cRow[m] = -1;
@@ -426,7 +427,8 @@ __global__ void __launch_bounds__(Tile::kThreads)
       const std::int64_t row = r0 + r;
       T v = T(0);
       if (row < end && k0 + k < K) {
-        const std::int64_t in = p.gatherA ? static_cast<std::int64_t>(p.gatherA[row]) : row;
+        const std::int64_t phys = p.rows ? static_cast<std::int64_t>(p.rows[row]) : row;
+        const std::int64_t in = p.gatherA ? static_cast<std::int64_t>(p.gatherA[phys]) : phys;
         v = p.A[in * p.lda + head * K + k0 + k];
       }
       As[r][k] = v;
@@ -436,7 +438,8 @@ __global__ void __launch_bounds__(Tile::kThreads)
       const std::int64_t row = r0 + r;
       T v = T(0);
       if (row < end && n0 + n < N) {
-        const std::int64_t in = p.gatherC ? static_cast<std::int64_t>(p.gatherC[row]) : row;
+        const std::int64_t phys = p.rows ? static_cast<std::int64_t>(p.rows[row]) : row;
+        const std::int64_t in = p.gatherC ? static_cast<std::int64_t>(p.gatherC[phys]) : phys;
         v = p.dC[in * p.ldc + head * N + n0 + n];
       }
       Gs[r][n] = v;

@@ -13,6 +13,7 @@
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <sstream>
@@ -23,54 +24,36 @@
 namespace hector {
 namespace emit {
 
-/// The graph's pointers; `ranges` holds {0, N, 0, E, 0, U_src, 0, U_dst} (int64, on the
-/// graph's device) and must outlive the view.
-inline GraphView makeGraphView(const Graph &g, const at::Tensor &ranges) {
-  auto p = [](const at::Tensor &t) { return t.data_ptr<std::int64_t>(); };
-  GraphView v;
+/// The graph's pointers for the kernels of a layer, with indices of type I (the graph's index
+/// dtype); a structure not built is null. Throws c10::ValueError naming `who` when one of
+/// `needed` (the layer's structures) is missing or was written in place.
+template <typename I>
+GraphView<I> makeGraphView(const Graph &g, graph_schema::GraphStructureMask needed,
+                           const char *who) {
+  TORCH_CHECK(g.indexDtype() == c10::CppTypeToScalarType<I>::value, who,
+              ": the graph's index dtype changed (internal error)");
+  const graph_schema::GraphStructureMask built = g.built();
+  for (int k = 0; k < graph_schema::kNumGraphStructures; ++k)
+    TORCH_CHECK_VALUE(!(needed >> k & 1) || (built >> k & 1), who, ": the graph lacks ",
+                      graph_schema::graphStructures()[k].name,
+                      " (graphs are prepared by hector::applyLayer / hector.layer_apply)");
+  g.checkUnchanged(needed);
+  const std::vector<at::Tensor> t = g.tensors();
+  GraphView<I> v;
   v.numNodes = g.numNodes();
   v.numEdges = g.numEdges();
   v.numRelations = g.numRelations();
   v.numNtypes = g.numNtypes();
-  v.numUniqueSrc = g.numUniqueSrc();
+  v.numUniqueSrc = std::max<std::int64_t>(g.sizes()[5], 0);
   v.numUniqueDst = g.numUniqueDst();
-  v.relPtr = p(g.relPtr());
-  v.sortedSrc = p(g.sortedSrc());
-  v.sortedDst = p(g.sortedDst());
-  v.sortedEtype = p(g.sortedEtype());
-  v.inPtr = p(g.inPtr());
-  v.inEid = p(g.inEid());
-  v.inSrc = p(g.inSrc());
-  v.outPtr = p(g.outPtr());
-  v.outEid = p(g.outEid());
-  v.outDst = p(g.outDst());
-  v.uniqueSrcPtr = p(g.uniqueSrcPtr());
-  v.uniqueSrc = p(g.uniqueSrc());
-  v.uniqueSrcInv = p(g.uniqueSrcInv());
-  v.uniqueDstPtr = p(g.uniqueDstPtr());
-  v.uniqueDst = p(g.uniqueDst());
-  v.uniqueDstInv = p(g.uniqueDstInv());
-  v.ntype = p(g.ntype());
-  v.ntypePtr = p(g.ntypePtr());
-  v.ntypePerm = p(g.ntypePerm());
-  v.uniqueSrcEdgePtr = p(g.uniqueSrcEdgePtr());
-  v.uniqueSrcEdges = p(g.uniqueSrcEdges());
-  v.uniqueDstEdgePtr = p(g.uniqueDstEdgePtr());
-  v.uniqueSrcNodePtr = p(g.uniqueSrcNodePtr());
-  v.uniqueSrcByNode = p(g.uniqueSrcByNode());
-  v.uniqueDstNodePtr = p(g.uniqueDstNodePtr());
-  v.uniqueDstByNode = p(g.uniqueDstByNode());
-  const std::int64_t *r = p(ranges);
-  v.nodeRange = r;
-  v.edgeRange = r + 2;
-  v.uniqueSrcRange = r + 4;
-  v.uniqueDstRange = r + 6;
+  int k = 0;
+#define HECTOR_GRAPH_VIEW_SET(name, field, group, length)                                      \
+  v.field = (built >> k & 1) ? t[k].template data_ptr<I>() : nullptr;                          \
+  ++k;
+  HECTOR_GRAPH_STRUCTURES(HECTOR_GRAPH_VIEW_SET)
+#undef HECTOR_GRAPH_VIEW_SET
   return v;
 }
-
-/// {0, N, 0, E, 0, U_src, 0, U_dst} on the graph's device, made when the graph was (no copy
-/// from the host per call, which would stall the host on a CUDA graph).
-inline const at::Tensor &graphRanges(const Graph &g) { return g.ranges(); }
 
 /// Formats a shape as `[N=7, 16]` (leading dimension labelled) or `[16]`.
 inline std::string formatShape(const std::string &label, const std::vector<std::int64_t> &dims) {

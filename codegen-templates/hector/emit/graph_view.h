@@ -9,6 +9,7 @@
 #define HECTOR_EMIT_GRAPH_VIEW_H
 
 #include "hector/common.h"
+#include "hector/emit/graph_schema.h"
 
 #include <cmath>
 #include <cstdint>
@@ -16,58 +17,62 @@
 namespace hector {
 namespace emit {
 
-/// Device (or host) pointers into a preprocessed graph; see hector::Graph for each array.
-/// Every edge-indexed table is in relation-sorted order.
-struct GraphView {
+/// Device (or host) pointers into a preprocessed graph (see graph_schema.h for each array),
+/// with indices of type I (int32 or int64, the graph's index dtype). Every edge-indexed table is
+/// in the graph's internal order (by destination, then relation, then user edge id). A structure
+/// the layer does not read may be null.
+template <typename I> struct GraphView {
   std::int64_t numNodes = 0, numEdges = 0, numRelations = 0, numNtypes = 1;
   std::int64_t numUniqueSrc = 0, numUniqueDst = 0;
-  const std::int64_t *relPtr = nullptr, *sortedSrc = nullptr, *sortedDst = nullptr,
-                     *sortedEtype = nullptr;
-  const std::int64_t *inPtr = nullptr, *inEid = nullptr, *inSrc = nullptr;
-  const std::int64_t *outPtr = nullptr, *outEid = nullptr, *outDst = nullptr;
-  const std::int64_t *uniqueSrcPtr = nullptr, *uniqueSrc = nullptr, *uniqueSrcInv = nullptr;
-  const std::int64_t *uniqueDstPtr = nullptr, *uniqueDst = nullptr, *uniqueDstInv = nullptr;
-  const std::int64_t *ntype = nullptr, *ntypePtr = nullptr, *ntypePerm = nullptr;
-  /// The members of every unique pair: its edges, and per node its pairs.
-  const std::int64_t *uniqueSrcEdgePtr = nullptr, *uniqueSrcEdges = nullptr,
-                     *uniqueDstEdgePtr = nullptr;
-  const std::int64_t *uniqueSrcNodePtr = nullptr, *uniqueSrcByNode = nullptr,
-                     *uniqueDstNodePtr = nullptr, *uniqueDstByNode = nullptr;
-  /// One-segment offsets {0, rows}: for nodes, edges, unique sources, unique destinations.
-  const std::int64_t *nodeRange = nullptr, *edgeRange = nullptr, *uniqueSrcRange = nullptr,
-                     *uniqueDstRange = nullptr;
+#define HECTOR_GRAPH_VIEW_FIELD(name, field, group, length) const I *field = nullptr;
+  HECTOR_GRAPH_STRUCTURES(HECTOR_GRAPH_VIEW_FIELD)
+#undef HECTOR_GRAPH_VIEW_FIELD
 
-  /// The relation-sorted edges for edge-parallel traversals.
-  tmpl::SortedEdges<std::int64_t> sortedEdges() const {
-    return edgesOf(numEdges, relPtr, sortedSrc, sortedDst);
+  /// The edges for edge-parallel traversals, grouped by destination.
+  tmpl::EdgeRows<I> edges() const {
+    tmpl::EdgeRows<I> r;
+    r.numRows = numEdges;
+    r.numGroups = numNodes;
+    r.groupPtr = inPtr;
+    r.src = sortedSrc;
+    r.rel = sortedEtype;
+    return r;
   }
-  /// The unique (source, relation) pairs as the "edges" of an edge-parallel traversal over
-  /// compacted rows: row u is pair u, its relation from uniqueSrcPtr, src = dst = its node.
-  tmpl::SortedEdges<std::int64_t> uniqueSrcPairs() const {
-    return edgesOf(numUniqueSrc, uniqueSrcPtr, uniqueSrc, uniqueSrc);
-  }
+  /// The unique (source, relation) pairs as the rows of an edge-parallel traversal over
+  /// compacted rows: row u is pair u, src = dst = its node, grouped by relation.
+  tmpl::EdgeRows<I> uniqueSrcPairs() const { return pairsOf(numUniqueSrc, uniqueSrcPtr, uniqueSrc); }
   /// The same over the unique (destination, relation) pairs.
-  tmpl::SortedEdges<std::int64_t> uniqueDstPairs() const {
-    return edgesOf(numUniqueDst, uniqueDstPtr, uniqueDst, uniqueDst);
-  }
-  /// Incoming edges of every node (neighbour: the source).
-  tmpl::Csr<std::int64_t> inCsr() const { return {numNodes, numEdges, inPtr, inEid, inSrc}; }
+  tmpl::EdgeRows<I> uniqueDstPairs() const { return pairsOf(numUniqueDst, uniqueDstPtr, uniqueDst); }
+  /// Incoming edges of every node: the positions in_ptr[v] .. (neighbour: the source).
+  tmpl::Csr<I> inCsr() const { return {numNodes, numEdges, inPtr, nullptr, sortedSrc}; }
   /// Outgoing edges of every node (neighbour: the destination).
-  tmpl::Csr<std::int64_t> outCsr() const { return {numNodes, numEdges, outPtr, outEid, outDst}; }
+  tmpl::Csr<I> outCsr() const { return {numNodes, numEdges, outPtr, outPos, sortedDst}; }
 
 private:
-  /// `count` rows grouped by relation by `relOffsets`, with their two ends.
-  tmpl::SortedEdges<std::int64_t> edgesOf(std::int64_t count, const std::int64_t *relOffsets,
-                                          const std::int64_t *src, const std::int64_t *dst) const {
-    tmpl::SortedEdges<std::int64_t> g;
-    g.numEdges = count;
-    g.numRelations = numRelations;
-    g.relOffsets = relOffsets;
-    g.src = src;
-    g.dst = dst;
-    return g;
+  tmpl::EdgeRows<I> pairsOf(std::int64_t count, const I *relPtr, const I *node) const {
+    tmpl::EdgeRows<I> r;
+    r.numRows = count;
+    r.numGroups = numRelations;
+    r.groupPtr = relPtr;
+    r.groupIsNode = false;
+    r.node = node;
+    return r;
   }
 };
+
+/// Starts loading a row of `n` elements of T (at most its first 512 bytes) into the caches: the
+/// CPU traversals call a functor's prefetch() a few edges ahead of the edge they compute.
+template <typename T> inline void prefetchRow(const T *row, std::int64_t n) {
+#if !defined(__CUDA_ARCH__) && (defined(__GNUC__) || defined(__clang__))
+  const char *p = reinterpret_cast<const char *>(row);
+  const std::int64_t bytes = n * static_cast<std::int64_t>(sizeof(T));
+  for (std::int64_t off = 0; off < bytes && off < 512; off += 64)
+    __builtin_prefetch(p + off);
+#else
+  (void)row;
+  (void)n;
+#endif
+}
 
 /// The elementwise functions of the Hector dialect, in the precision of T.
 namespace ops {
@@ -87,6 +92,49 @@ template <typename T> HECTOR_HD T gelu(T x) {
   using std::erf;
   return T(0.5) * x * (T(1) + erf(x * T(0.70710678118654752440)));
 }
+/// Lanes of the fixed-order sums below: eight partial sums, which the compiler maps onto
+/// vector lanes, combined pairwise.
+constexpr int kSumLanes = 8;
+
+/// sum_{k < D} a[k] * b[k] in a fixed order (the same on every thread count and device):
+/// partial sums over k mod 8, combined pairwise; rows narrower than 16 are summed in order.
+template <typename T, int D> HECTOR_HD T dot(const T *a, const T *b) {
+  if constexpr (D < 2 * kSumLanes) {
+    T acc = T(0);
+    for (int k = 0; k < D; ++k)
+      acc += a[k] * b[k];
+    return acc;
+  } else {
+    constexpr int M = D / kSumLanes * kSumLanes;
+    T acc[kSumLanes] = {};
+    for (int k = 0; k < M; k += kSumLanes)
+      for (int l = 0; l < kSumLanes; ++l)
+        acc[l] += a[k + l] * b[k + l];
+    for (int k = M; k < D; ++k)
+      acc[k - M] += a[k] * b[k];
+    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+  }
+}
+
+/// sum_{k < D} a[k], in the order of dot().
+template <typename T, int D> HECTOR_HD T sum(const T *a) {
+  if constexpr (D < 2 * kSumLanes) {
+    T acc = T(0);
+    for (int k = 0; k < D; ++k)
+      acc += a[k];
+    return acc;
+  } else {
+    constexpr int M = D / kSumLanes * kSumLanes;
+    T acc[kSumLanes] = {};
+    for (int k = 0; k < M; k += kSumLanes)
+      for (int l = 0; l < kSumLanes; ++l)
+        acc[l] += a[k + l];
+    for (int k = M; k < D; ++k)
+      acc[k - M] += a[k];
+    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+  }
+}
+
 /// Gradient of leakyRelu (and of relu with slope 0) at x for the output gradient g: as in
 /// PyTorch, the derivative at 0 is the slope.
 template <typename T> HECTOR_HD T leakyReluGrad(T g, T x, T slope) {

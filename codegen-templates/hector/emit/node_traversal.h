@@ -13,8 +13,9 @@
 //
 // Every node is owned by one thread and its edges are visited in CSR order: deterministic.
 //
-// pairTraversal runs the same protocol over the unique pairs of a compacted space (one pass):
-// the sum of a pair's member edges is kept in registers, as a node's aggregates are.
+// pairTraversal runs the same protocol over the unique pairs of a compacted space (one pass,
+// each pair a run of a CSR node's entries): the sum of a pair's member edges is kept in
+// registers, as a node's aggregates are.
 //
 //===----------------------------------------------------------------------===//
 #ifndef HECTOR_EMIT_NODE_TRAVERSAL_H
@@ -22,48 +23,103 @@
 
 #include "hector/common.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <type_traits>
+#include <utility>
 
 namespace hector {
 namespace emit {
 namespace cpu {
 
-/// Runs `Passes` passes of `f` over the entries of every node of `g`, then `f.finish`.
+/// Edges a traversal looks ahead when the functor can prefetch (F::prefetch).
+constexpr std::int64_t kPrefetchAhead = 8;
+/// Nodes handed to a thread at a time.
+constexpr std::int64_t kNodeChunk = 64;
+
+namespace detail {
+template <typename F, typename = void> struct HasPrefetch : std::false_type {};
+template <typename F>
+struct HasPrefetch<F, std::void_t<decltype(std::declval<const F &>().prefetch(
+                          std::declval<const tmpl::CsrEdge &>()))>> : std::true_type {};
+
+/// Prefetches the rows of entry j of `g` when it is below `end` (the chunk's last entry).
+template <typename Index, typename F>
+inline void prefetchEntry(const tmpl::Csr<Index> &g, const F &f, std::int64_t j, std::int64_t end) {
+  if constexpr (HasPrefetch<F>::value)
+    if (j < end) {
+      const std::int64_t e = g.edgeAt(j);
+      f.prefetch(tmpl::CsrEdge{e, static_cast<std::int64_t>(g.nbr[e]), -1, -1});
+    }
+}
+} // namespace detail
+
+/// Runs `Passes` passes of `f` over the entries of every node of `g`, then `f.finish`. Threads
+/// take kNodeChunk nodes at a time; the first pass prefetches kPrefetchAhead entries ahead
+/// across the chunk's nodes.
 template <int Passes, typename Index, typename F>
 void nodeTraversal(const tmpl::Csr<Index> &g, const F &f) {
-#pragma omp parallel for schedule(dynamic, 64)
-  for (std::int64_t v = 0; v < g.numNodes; ++v) {
-    const std::int64_t begin = g.rowPtr[v], end = g.rowPtr[v + 1];
-    typename F::State state;
-    f.begin(state, v);
-    for (int pass = 0; pass < Passes; ++pass) {
-      for (std::int64_t j = begin; j < end; ++j)
-        f.edge(state, pass,
-               tmpl::CsrEdge{static_cast<std::int64_t>(g.edge[j]),
-                             static_cast<std::int64_t>(g.nbr[j]), v});
-      f.endPass(state, pass, v, end - begin);
+  const std::int64_t numChunks = tmpl::ceilDiv<std::int64_t>(g.numNodes, kNodeChunk);
+#pragma omp parallel for schedule(dynamic, 1)
+  for (std::int64_t chunk = 0; chunk < numChunks; ++chunk) {
+    const std::int64_t vb = chunk * kNodeChunk;
+    const std::int64_t ve = std::min<std::int64_t>(g.numNodes, vb + kNodeChunk);
+    const std::int64_t chunkEnd = g.rowPtr[ve];
+    for (std::int64_t j = g.rowPtr[vb]; j < g.rowPtr[vb] + kPrefetchAhead; ++j)
+      detail::prefetchEntry(g, f, j, chunkEnd);
+    for (std::int64_t v = vb; v < ve; ++v) {
+      const std::int64_t begin = g.rowPtr[v], end = g.rowPtr[v + 1];
+      typename F::State state;
+      f.begin(state, v);
+      for (int pass = 0; pass < Passes; ++pass) {
+        for (std::int64_t j = begin; j < end; ++j) {
+          if (pass == 0)
+            detail::prefetchEntry(g, f, j + kPrefetchAhead, chunkEnd);
+          const std::int64_t e = g.edgeAt(j);
+          f.edge(state, pass, tmpl::CsrEdge{e, static_cast<std::int64_t>(g.nbr[e]), v, v});
+        }
+        f.endPass(state, pass, v, end - begin);
+      }
+      f.finish(state, v, end - begin);
     }
-    f.finish(state, v, end - begin);
   }
 }
 
-/// Runs `f` over the unique pairs of a compacted space, as over the nodes of a one-pass node
-/// traversal: pair u's member edges are the positions rows[j] for j in [ptr[u], ptr[u + 1])
-/// (the positions j themselves when `rows` is null), visited in that order with `node` = u
-/// and no neighbour (-1; the functor reads both ends from the edge), then `f.finish` writes
-/// the pair's row. Deterministic: every pair is owned by one thread.
-template <typename F>
-void pairTraversal(std::int64_t numPairs, const std::int64_t *ptr, const std::int64_t *rows,
-                   const F &f) {
-#pragma omp parallel for schedule(dynamic, 64)
-  for (std::int64_t u = 0; u < numPairs; ++u) {
-    const std::int64_t begin = ptr[u], end = ptr[u + 1];
-    typename F::State state;
-    f.begin(state, u);
-    for (std::int64_t j = begin; j < end; ++j)
-      f.edge(state, 0, tmpl::CsrEdge{rows ? rows[j] : j, -1, u});
-    f.endPass(state, 0, u, end - begin);
-    f.finish(state, u, end - begin);
+/// Runs `f` over the unique (node, relation) pairs of a CSR whose entries are grouped by
+/// relation within each node, as over the nodes of a one-pass node traversal: every run of a
+/// node's entries with one relation is a pair (its id inv[edge]); its edges are visited in CSR
+/// order with `node` = the pair and `csrNode` = the CSR node, then `f.finish` writes the pair's
+/// row. Deterministic: every pair is owned by one thread.
+template <typename Index, typename F>
+void pairTraversal(const tmpl::Csr<Index> &g, const Index *etype, const Index *inv, const F &f) {
+  const std::int64_t numChunks = tmpl::ceilDiv<std::int64_t>(g.numNodes, kNodeChunk);
+#pragma omp parallel for schedule(dynamic, 1)
+  for (std::int64_t chunk = 0; chunk < numChunks; ++chunk) {
+    const std::int64_t vb = chunk * kNodeChunk;
+    const std::int64_t ve = std::min<std::int64_t>(g.numNodes, vb + kNodeChunk);
+    const std::int64_t chunkEnd = g.rowPtr[ve];
+    for (std::int64_t j = g.rowPtr[vb]; j < g.rowPtr[vb] + kPrefetchAhead; ++j)
+      detail::prefetchEntry(g, f, j, chunkEnd);
+    for (std::int64_t v = vb; v < ve; ++v) {
+      const std::int64_t end = g.rowPtr[v + 1];
+      for (std::int64_t j = g.rowPtr[v]; j < end;) {
+        const std::int64_t first = g.edgeAt(j);
+        const std::int64_t rel = etype[first], pair = inv[first];
+        typename F::State state;
+        f.begin(state, pair);
+        std::int64_t degree = 0;
+        for (; j < end; ++j) {
+          const std::int64_t e = g.edgeAt(j);
+          if (static_cast<std::int64_t>(etype[e]) != rel)
+            break;
+          detail::prefetchEntry(g, f, j + kPrefetchAhead, chunkEnd);
+          f.edge(state, 0, tmpl::CsrEdge{e, static_cast<std::int64_t>(g.nbr[e]), pair, v});
+          ++degree;
+        }
+        f.endPass(state, 0, pair, degree);
+        f.finish(state, pair, degree);
+      }
+    }
   }
 }
 

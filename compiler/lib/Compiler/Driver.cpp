@@ -215,7 +215,7 @@ std::optional<std::string> runTool(llvm::StringRef program, llvm::ArrayRef<std::
 
 /// Emits the package into a temporary directory, builds it with CMake and moves the library
 /// to `output`. Nothing is left behind on failure.
-int buildLibrary(ModuleOp module, const EmitOptions &emitOptions, bool portable,
+int buildLibrary(ModuleOp module, const EmitOptions &emitOptions, bool portable, bool index64,
                  llvm::StringRef output) {
   if (output == "-")
     return fail("building a library needs an output file: -o FILE.so");
@@ -279,7 +279,8 @@ int buildLibrary(ModuleOp module, const EmitOptions &emitOptions, bool portable,
       "-DCMAKE_CXX_COMPILER=" + cxx, "-DTorch_DIR=" + torchDir,
       "-DHECTOR_RUNTIME_DIR=" + runtimeDir,
       std::string("-DHECTOR_ENABLE_CUDA=") + (emitOptions.cuda ? "ON" : "OFF"),
-      std::string("-DHECTOR_NATIVE=") + (portable ? "OFF" : "ON")};
+      std::string("-DHECTOR_NATIVE=") + (portable ? "OFF" : "ON"),
+      std::string("-DHECTOR_INDEX64=") + (index64 ? "ON" : "OFF")};
   std::string nvcc = configured("HECTOR_CUDA_COMPILER", HECTOR_CUDA_COMPILER_PATH);
   if (emitOptions.cuda) {
     if (nvcc.empty() || !llvm::sys::fs::can_execute(nvcc))
@@ -484,7 +485,8 @@ int runCompiler(const CompilerOptions &options) {
                      [&](llvm::raw_ostream &os) { return emitCuda(*module, emitOptions, os); });
   if (emit == "package")
     return writePackageDir(*module, emitOptions, options.outputFile);
-  return buildLibrary(*module, emitOptions, options.portable, options.outputFile);
+  return buildLibrary(*module, emitOptions, options.portable, options.index64,
+                      options.outputFile);
 }
 
 } // namespace hector

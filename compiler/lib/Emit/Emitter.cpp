@@ -6,10 +6,12 @@
 //
 //===----------------------------------------------------------------------===//
 #include "hector/Emit/Emitter.h"
+#include "hector/emit/graph_schema.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringExtras.h"
@@ -20,6 +22,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <array>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <string>
@@ -123,7 +127,7 @@ struct GemmConfig {
   bool transposeB = false;
   int64_t strideB = 0;
   /// GraphView expressions (on `g`).
-  std::string numSegments, segOffsets, numRows, gather = "nullptr";
+  std::string numSegments, segOffsets, numRows, rows = "nullptr", gather = "nullptr";
   std::string scatterMode = "kStore", scatter = "nullptr", numOutRows = "0";
   std::string scatterPtr = "nullptr", scatterRows = "nullptr";
   /// Weight products read their segment offsets and gather from the kernel's aux arrays.
@@ -182,6 +186,14 @@ struct LayerPlan {
   /// namespaces; a variant names the layer's.
   std::string variant, variantOf;
   std::vector<std::string> variants;
+  /// The graph structures the layer's kernels and glue read (graph_schema.h), written to the
+  /// manifest: the runtime builds them before a call.
+  graph_schema::GraphStructureMask structures = 0;
+  /// The memory of a call, in elements, as coefficients of N, E, U_src, U_dst, R, T, 1: the
+  /// tensors the glue holds at each of its allocation points, and the outputs it returns
+  /// (written to the manifest for the runtime's memory estimate).
+  std::vector<std::array<double, 7>> memory;
+  std::array<double, 7> outputElements{};
 };
 
 /// Whether `layer` is derived by hector-autodiff (a backward layer or an inference copy): never
@@ -253,19 +265,20 @@ FailureOr<GemmConfig> gemmConfig(GemmOp op) {
   std::string uniqueSide = rows == Space::UniqueSrc ? "Src" : "Dst";
   switch (op.getSegment()) {
   case Slicing::Relation:
+    // Unique pairs are numbered by relation; edges are grouped by relation through rel_rows
+    // (they are stored by destination).
     c.numSegments = "g.numRelations";
     c.segOffsets = unique ? "g.unique" + uniqueSide + "Ptr" : "g.relPtr";
     c.numRows = unique ? "g.numUnique" + uniqueSide : "g.numEdges";
+    if (!unique)
+      c.rows = "g.relRows";
     break;
   case Slicing::NType:
-    // Nodes grouped by type through the type permutation, stored back in node order.
+    // Nodes grouped by type through the type permutation (read and written in node order).
     c.numSegments = "g.numNtypes";
     c.segOffsets = "g.ntypePtr";
     c.numRows = "g.numNodes";
-    c.gather = "g.ntypePerm";
-    c.scatterMode = "kStoreIndex";
-    c.scatter = "g.ntypePerm";
-    c.numOutRows = "g.numNodes";
+    c.rows = "g.ntypePerm";
     break;
   case Slicing::None:
     c.numSegments = "1";
@@ -284,27 +297,10 @@ FailureOr<GemmConfig> gemmConfig(GemmOp op) {
     }
     break;
   }
-  switch (op.getScatter()) {
-  case GemmScatter::Store:
-    break;
-  case GemmScatter::AccumulateDst:
-    c.scatterMode = "kAccumulateIndex";
-    c.scatter = "g.sortedDst";
-    c.numOutRows = "g.numNodes";
-    c.scatterPtr = "g.inPtr";
-    c.scatterRows = "g.inEid";
-    break;
-  case GemmScatter::AccumulateSrc:
-    c.scatterMode = "kAccumulateIndex";
-    c.scatter = "g.sortedSrc";
-    c.numOutRows = "g.numNodes";
-    c.scatterPtr = "g.outPtr";
-    c.scatterRows = "g.outEid";
-    break;
-  case GemmScatter::AccumulateUnique:
-    return op.emitError("the emitter has no kernel for scatter accumulate_unique (the "
-                        "lowering does not produce it)");
-  }
+  if (op.getScatter() != GemmScatter::Store)
+    return op.emitError() << "the emitter has no kernel for scatter "
+                          << stringifyGemmScatter(op.getScatter())
+                          << " (the lowering sums edge rows in traversals)";
   return c;
 }
 
@@ -326,7 +322,8 @@ GemmConfig weightProductConfig(WeightMatmulOp op) {
 /// A hector.reduce into coarser rows is the same with A a single 1 (K = 1, lda = 0).
 struct WeightGradConfig {
   int64_t heads = 1, k = 0, n = 0;
-  std::string numSegments, segOffsets, numRows, gatherA = "nullptr", gatherC = "nullptr";
+  std::string numSegments, segOffsets, numRows, rows = "nullptr", gatherA = "nullptr",
+                                                gatherC = "nullptr";
   /// The tensors read: A (or empty for a reduction: the glue's `one`) and dC.
   Value a, c;
   /// A reduction that also sums trailing dimensions: dC is the input summed down to `n` first.
@@ -343,13 +340,15 @@ LogicalResult segmentRows(Operation *op, Space rows, Space into, WeightGradConfi
     c.numSegments = "g.numRelations";
     c.segOffsets = edge ? "g.relPtr" : "g.unique" + side + "Ptr";
     c.numRows = edge ? "g.numEdges" : "g.numUnique" + side;
+    if (edge)
+      c.rows = "g.relRows";
     return success();
   }
   if (into == Space::NType && rows == Space::Node) {
     c.numSegments = "g.numNtypes";
     c.segOffsets = "g.ntypePtr";
     c.numRows = "g.numNodes";
-    c.gatherC = "g.ntypePerm";
+    c.rows = "g.ntypePerm";
     return success();
   }
   if (into == Space::None && (rows == Space::Node || edge || unique)) {
@@ -377,18 +376,20 @@ bool reduceSumsRows(ReduceOp op) {
   return from != Space::Relation && from != Space::NType && from != Space::None;
 }
 
-/// The configuration of a segmented row sum: out[s] = sum of in[row(j)] over the positions j of
-/// segment s (row(j) = rows[j], or j when rows is "nullptr").
+/// The configuration of a sum over unique pairs (a run sum of the traversal template): the
+/// pairs are the (node, relation) runs of a CSR (`csr`), `inv` names every edge's pair;
+/// `toNodes` sums pairs into their nodes, else edges into their pairs.
 struct RowSumConfig {
-  std::string numSegments, segOffsets, rows = "nullptr";
+  std::string csr, inv;
+  bool toNodes = false;
   /// Elements per output row.
   int64_t width = 0;
   /// The input row has more elements (trailing dimensions to sum first).
   bool presum = false;
 };
 
-/// The segmented row sum of a hector.reduce from edge rows into unique pairs, or from unique
-/// pairs into nodes; std::nullopt for any other reduce.
+/// The run sum of a hector.reduce from edge rows into unique pairs, or from unique pairs into
+/// nodes; std::nullopt for any other reduce.
 std::optional<RowSumConfig> rowSumConfig(ReduceOp op) {
   auto result = dyn_cast<ValueType>(op.getResult().getType());
   if (!result)
@@ -396,21 +397,14 @@ std::optional<RowSumConfig> rowSumConfig(ReduceOp op) {
   Space from = op.getInput().getType().getSpace(), to = result.getSpace();
   bool edge = from == Space::Edge || from == Space::Src || from == Space::Dst;
   RowSumConfig c;
-  if (edge && to == Space::UniqueSrc) {
-    c.numSegments = "g.numUniqueSrc";
-    c.segOffsets = "g.uniqueSrcEdgePtr";
-    c.rows = "g.uniqueSrcEdges";
-  } else if (edge && to == Space::UniqueDst) {
-    c.numSegments = "g.numUniqueDst";
-    c.segOffsets = "g.uniqueDstEdgePtr";
-  } else if (from == Space::UniqueSrc && to == Space::Node) {
-    c.numSegments = "g.numNodes";
-    c.segOffsets = "g.uniqueSrcNodePtr";
-    c.rows = "g.uniqueSrcByNode";
-  } else if (from == Space::UniqueDst && to == Space::Node) {
-    c.numSegments = "g.numNodes";
-    c.segOffsets = "g.uniqueDstNodePtr";
-    c.rows = "g.uniqueDstByNode";
+  if (edge && (to == Space::UniqueSrc || to == Space::UniqueDst)) {
+    c.toNodes = false;
+    c.csr = to == Space::UniqueSrc ? "g.outCsr()" : "g.inCsr()";
+    c.inv = to == Space::UniqueSrc ? "g.uniqueSrcInv" : "g.uniqueDstInv";
+  } else if ((from == Space::UniqueSrc || from == Space::UniqueDst) && to == Space::Node) {
+    c.toNodes = true;
+    c.csr = from == Space::UniqueSrc ? "g.outCsr()" : "g.inCsr()";
+    c.inv = from == Space::UniqueSrc ? "g.uniqueSrcInv" : "g.uniqueDstInv";
   } else {
     return std::nullopt;
   }
@@ -455,17 +449,12 @@ FailureOr<WeightGradConfig> weightGradConfig(Operation *op, const LayerPlan &pla
   c.c = resolve(grad.getGrad(), gatherC);
   if (failed(segmentRows(op, grad.getGrad().getType().getSpace(), sliceSpace(w.getSlicing()), c)))
     return failure();
-  if (c.gatherC != "nullptr") {
-    // Node rows grouped by type: both operands are node tables read through the permutation.
-    if (!gatherA.empty() || !gatherC.empty())
-      return op->emitError("a per-type weight gradient reads node tables, not gathered rows");
-    c.gatherA = c.gatherC;
-  } else {
-    if (!gatherA.empty())
-      c.gatherA = gatherA;
-    if (!gatherC.empty())
-      c.gatherC = gatherC;
-  }
+  if (c.rows == "g.ntypePerm" && (!gatherA.empty() || !gatherC.empty()))
+    return op->emitError("a per-type weight gradient reads node tables, not gathered rows");
+  if (!gatherA.empty())
+    c.gatherA = gatherA;
+  if (!gatherC.empty())
+    c.gatherC = gatherC;
   int64_t aRow = numElements(cast<ValueType>(c.a.getType()).getDims());
   int64_t cRow = numElements(cast<ValueType>(c.c.getType()).getDims());
   if (aRow != c.heads * c.k || cRow != c.heads * c.n)
@@ -717,6 +706,9 @@ FailureOr<LayerPlan> planLayer(LayerOp layer, uint64_t moduleHash) {
   return plan;
 }
 
+void computeStructures(LayerPlan &plan);
+void computeMemory(LayerPlan &plan);
+
 /// Plans every layer of `module`. Each layer's operator namespace hashes its own IR, the whole
 /// module's and the target (`cuda`): libraries that differ in any layer (another variant, another
 /// backward) or in their target never share a namespace, so they load into one process side by
@@ -736,6 +728,10 @@ FailureOr<std::vector<LayerPlan>> planModule(ModuleOp module, StringRef entryNam
   }
   if (plans.empty())
     return module.emitError("the module holds no hector.layer to emit");
+  for (LayerPlan &plan : plans) {
+    computeStructures(plan);
+    computeMemory(plan);
+  }
   FailureOr<LayerOp> entry = selectEntryLayer(module, entryName);
   if (failed(entry))
     return failure();
@@ -792,17 +788,20 @@ public:
   int passes() const { return numPasses; }
   EdgeEnd reducesBy() const { return by; }
 
+  /// Prints the functor. Its index members (the graph arrays the body reads) are the line
+  /// kIndexMembers, which the caller replaces (printFunctor).
   LogicalResult print() {
-    os << "template <typename T> struct " << name << "_f {\n";
+    os << "template <typename T, typename I> struct " << name << "_f {\n";
     for (unsigned i = 0; i < op.getInputs().size(); ++i)
       os << "  const T *in" << i << ";\n";
     for (unsigned i = 0; i < op.getNumResults(); ++i)
       os << "  T *out" << i << ";\n";
-    os << "  const std::int64_t *etype, *ntype, *uinvSrc, *uinvDst, *inPtr, *outPtr;\n";
-    if (pairSums)
-      os << "  const std::int64_t *esrc, *edst;\n";
+    os << kIndexMembers;
     return nodeKind ? printNode() : printEdge();
   }
+
+  /// The placeholder of the index members in print()'s output.
+  static constexpr const char *kIndexMembers = "  @index-members@\n";
 
   /// The unique pairs a node traversal runs over (its body's pair sums), or std::nullopt.
   std::optional<Space> pairSumSpace() const { return pairSums; }
@@ -831,6 +830,10 @@ private:
   std::string srcVar, dstVar, indent;
   /// The aggregates of passes before this one are finished (their state is readable).
   int readablePasses = 0;
+  /// While the edge() of a node traversal is printed: the table rows it reads per edge
+  /// (operand, row expression, elements), which prefetch() loads ahead.
+  bool collectEdgeRows = false;
+  std::vector<std::tuple<unsigned, std::string, int64_t>> edgeRows;
   unsigned counter = 0;
   bool failedScope = false;
 
@@ -933,8 +936,19 @@ private:
     if (auto arg = dyn_cast<BlockArgument>(v)) {
       std::string name = fresh();
       Space space = cast<ValueType>(arg.getType()).getSpace();
-      os << indent << "const T *" << name << " = in" << arg.getArgNumber() << " + ("
-         << rowOf(space, ctx) << ") * " << n << ";\n";
+      std::string row = rowOf(space, ctx);
+      os << indent << "const T *" << name << " = in" << arg.getArgNumber() << " + (" << row
+         << ") * " << n << ";\n";
+      // Rows that change from edge to edge in no particular order are loaded ahead: not the
+      // traversal's node, a relation or a single row, nor an edge's own row where the CSR
+      // visits the edges in order (by destination).
+      bool inOrder = row == "e" && !(pairSums ? *pairSums == Space::UniqueSrc : by == EdgeEnd::Src);
+      if (collectEdgeRows && row != "v" && row != "rel" && row != "0" && !inOrder &&
+          row.rfind("ntype[", 0) != 0) {
+        auto entry = std::make_tuple(arg.getArgNumber(), row, n);
+        if (llvm::find(edgeRows, entry) == edgeRows.end())
+          edgeRows.push_back(entry);
+      }
       return name;
     }
     Operation *def = v.getDefiningOp();
@@ -1012,12 +1026,8 @@ private:
       // Row-local: sums trailing dimensions (and forgets the edge end of src/dst rows).
       std::string a = eval(reduce.getInput(), ctx);
       int64_t ratio = sizeOf(reduce.getInput()) / n;
-      os << loop(n) << indent << "{\n"
-         << indent << "  T acc = T(0);\n"
-         << indent << "  for (std::int64_t k = 0; k < " << ratio << "; ++k)\n"
-         << indent << "    acc += " << a << "[i * " << ratio << " + k];\n"
-         << indent << "  " << name << "[i] = acc;\n"
-         << indent << "}\n";
+      os << loop(n) << indent << "  " << name << "[i] = ::hector::emit::ops::sum<T, " << ratio
+         << ">(" << a << " + i * " << ratio << ");\n";
       return name;
     }
     if (auto narrow = dyn_cast<NarrowOp>(def)) {
@@ -1049,13 +1059,8 @@ private:
     if (auto dot = dyn_cast<DotOp>(def)) {
       std::string a = eval(dot.getLhs(), ctx), b = eval(dot.getRhs(), ctx);
       int64_t d = cast<ValueType>(dot.getLhs().getType()).getDims().back();
-      os << loop(n) << indent << "{\n"
-         << indent << "  T acc = T(0);\n"
-         << indent << "  for (std::int64_t k = 0; k < " << d << "; ++k)\n"
-         << indent << "    acc += " << a << "[i * " << d << " + k] * " << b << "[i * " << d
-         << " + k];\n"
-         << indent << "  " << name << "[i] = acc;\n"
-         << indent << "}\n";
+      os << loop(n) << indent << "  " << name << "[i] = ::hector::emit::ops::dot<T, " << d
+         << ">(" << a << " + i * " << d << ", " << b << " + i * " << d << ");\n";
       return name;
     }
     if (auto concat = dyn_cast<ConcatOp>(def)) {
@@ -1116,17 +1121,33 @@ private:
          << "      s.g" << i << "[i] = " << reduceOp(agg) << "::identity();\n";
     os << "  }\n";
 
+    // The CUDA traversal splits a node's edges among lanes: each lane's accumulators of a pass
+    // are added to another's (a max is a max, a mean a sum until endPass divides it).
+    os << "  HECTOR_HD void combine(State &s, const State &o, int pass) const {\n"
+       << "    (void)s;\n    (void)o;\n    (void)pass;\n";
+    for (auto [i, agg] : llvm::enumerate(aggregates))
+      os << "    if (pass == " << passOf(agg) << ")\n"
+         << "      for (std::int64_t i = 0; i < " << sizeOf(agg->getResult(0)) << "; ++i)\n"
+         << "        s.g" << i << "[i] = " << reduceOp(agg) << "::combine(s.g" << i << "[i], o.g" << i
+         << "[i]);\n";
+    os << "  }\n";
+
     bool bySrc = by == EdgeEnd::Src;
-    os << "  HECTOR_HD void edge(State &s, int pass, const ::hector::tmpl::CsrEdge &ce) const {\n";
+    // The variables of one edge, in edge() and prefetch().
+    std::string edgeVars;
     if (pairSums)
-      os << "    const std::int64_t e = ce.edge, v = ce.node, rel = etype[e], src = esrc[e],\n"
-         << "                       dst = edst[e];\n"
-         << "    (void)s;\n    (void)pass;\n    (void)v;\n    (void)rel;\n    (void)src;\n"
-         << "    (void)dst;\n";
+      // A pair is a run of its node's CSR entries: that node is one end, the neighbour the
+      // other.
+      edgeVars = std::string("    const std::int64_t e = ce.edge, v = ce.node, rel = etype[e], ") +
+                 (*pairSums == Space::UniqueSrc ? "src = ce.csrNode, dst = ce.nbr"
+                                                : "src = ce.nbr, dst = ce.csrNode") +
+                 ";\n    (void)v;\n    (void)rel;\n    (void)src;\n    (void)dst;\n";
     else
-      os << "    const std::int64_t e = ce.edge, v = ce.node, nbr = ce.nbr, rel = etype[e];\n"
-         << "    (void)s;\n    (void)pass;\n    (void)e;\n    (void)v;\n    (void)nbr;\n"
-         << "    (void)rel;\n";
+      edgeVars = "    const std::int64_t e = ce.edge, v = ce.node, nbr = ce.nbr, rel = etype[e];\n"
+                 "    (void)e;\n    (void)v;\n    (void)nbr;\n    (void)rel;\n";
+    os << "  HECTOR_HD void edge(State &s, int pass, const ::hector::tmpl::CsrEdge &ce) const {\n"
+       << edgeVars << "    (void)s;\n    (void)pass;\n";
+    collectEdgeRows = true;
     for (int pass = 0; pass < numPasses; ++pass) {
       os << "    if (pass == " << pass << ") {\n";
       if (pairSums)
@@ -1143,6 +1164,16 @@ private:
       os << "    }\n";
     }
     os << "  }\n";
+    collectEdgeRows = false;
+    // The CPU traversals call prefetch() a few edges ahead: the rows an edge reads from node
+    // (or pair, or edge) tables through its ends are scattered in memory.
+    if (!edgeRows.empty()) {
+      os << "  void prefetch(const ::hector::tmpl::CsrEdge &ce) const {\n" << edgeVars;
+      for (const auto &[arg, row, n] : edgeRows)
+        os << "    ::hector::emit::prefetchRow(in" << arg << " + (" << row << ") * " << n << ", "
+           << n << ");\n";
+      os << "  }\n";
+    }
 
     os << "  HECTOR_HD void endPass(State &s, int pass, std::int64_t v, std::int64_t degree) "
           "const {\n    (void)s;\n    (void)pass;\n    (void)v;\n    (void)degree;\n";
@@ -1169,15 +1200,64 @@ int passesOf(TraversalOp op) { return FunctorPrinter(op, "", llvm::nulls()).pass
 // Kernels (shared by the CPU and CUDA sources)
 //===----------------------------------------------------------------------===//
 
-const char *kKernelParams = "const ::hector::emit::GraphView &g, const T *const *in, "
-                            "T *const *out, const std::int64_t *const *aux";
+const char *kKernelParams = "const ::hector::emit::GraphView<I> &g, const T *const *in, "
+                            "T *const *out, const I *const *aux";
 
-/// Prints `NAME_problem<T>(g, in, out, aux)`, building the GemmProblem of a GEMM kernel.
+/// The index members a functor's body reads (of etype, ntype, uinvSrc, uinvDst, inPtr,
+/// outPtr) and the GraphView array each is set from.
+const std::pair<const char *, const char *> kFunctorIndexMembers[] = {
+    {"etype", "g.sortedEtype"},  {"ntype", "g.ntype"},   {"uinvSrc", "g.uniqueSrcInv"},
+    {"uinvDst", "g.uniqueDstInv"}, {"inPtr", "g.inPtr"}, {"outPtr", "g.outPtr"}};
+
+/// Whether `text` uses `name` as an identifier (not as part of a longer one).
+bool mentions(StringRef text, StringRef name) {
+  for (size_t at = text.find(name); at != StringRef::npos; at = text.find(name, at + 1)) {
+    bool before = at > 0 && (llvm::isAlnum(text[at - 1]) || text[at - 1] == '_');
+    size_t end = at + name.size();
+    bool after = end < text.size() && (llvm::isAlnum(text[end]) || text[end] == '_');
+    if (!before && !after)
+      return true;
+  }
+  return false;
+}
+
+/// A traversal's functor, printed once: its text (with its index members declared) and the
+/// members its body reads.
+struct Functor {
+  std::string text;
+  SmallVector<std::pair<const char *, const char *>> members;
+  int passes = 0;
+  EdgeEnd by = EdgeEnd::Dst;
+  std::optional<Space> pairSums;
+};
+
+FailureOr<Functor> printFunctor(TraversalOp traversal, StringRef name) {
+  Functor f;
+  llvm::raw_string_ostream os(f.text);
+  FunctorPrinter printer(traversal, name, os);
+  if (failed(printer.print()))
+    return failure();
+  f.passes = printer.passes();
+  f.by = printer.reducesBy();
+  f.pairSums = printer.pairSumSpace();
+  std::string body = f.text;
+  std::string decl;
+  for (const auto &member : kFunctorIndexMembers)
+    if (mentions(body, member.first)) {
+      f.members.push_back(member);
+      decl += std::string("  const I *") + member.first + ";\n";
+    }
+  size_t at = f.text.find(FunctorPrinter::kIndexMembers);
+  f.text.replace(at, std::strlen(FunctorPrinter::kIndexMembers), decl);
+  return f;
+}
+
+/// Prints `NAME_problem<T, I>(g, in, out, aux)`, building the GemmProblem of a GEMM kernel.
 void printProblem(const Kernel &kernel, const GemmConfig &c, llvm::raw_ostream &os) {
-  os << "template <typename T>\n::hector::tmpl::GemmProblem<T> " << kernel.name << "_problem("
-     << kKernelParams << ") {\n"
+  os << "template <typename T, typename I>\n::hector::tmpl::GemmProblem<T, I> " << kernel.name
+     << "_problem(" << kKernelParams << ") {\n"
      << "  (void)aux;\n"
-     << "  ::hector::tmpl::GemmProblem<T> p;\n";
+     << "  ::hector::tmpl::GemmProblem<T, I> p;\n";
   if (c.weightProduct) {
     auto matmul = cast<WeightMatmulOp>(kernel.op);
     bool lhsSliced = matmul.getLhs().getType().getSlicing() != Slicing::None;
@@ -1195,6 +1275,7 @@ void printProblem(const Kernel &kernel, const GemmConfig &c, llvm::raw_ostream &
     os << "  p.numSegments = " << c.numSegments << ";\n"
        << "  p.segOffsets = " << c.segOffsets << ";\n"
        << "  p.numRows = " << c.numRows << ";\n"
+       << "  p.rows = " << c.rows << ";\n"
        << "  p.gather = " << c.gather << ";\n";
   }
   os << "  p.K = " << c.k << ";\n  p.N = " << c.n << ";\n  p.heads = " << c.heads << ";\n"
@@ -1217,35 +1298,32 @@ std::string bop(const GemmConfig &c) {
 }
 
 /// The pointer fields of a traversal functor, set from the uniform kernel arguments.
-void printFunctorSetup(const Kernel &kernel, llvm::raw_ostream &os) {
+void printFunctorSetup(const Kernel &kernel, const Functor &functor, llvm::raw_ostream &os) {
   auto traversal = cast<TraversalOp>(kernel.op);
-  os << "  " << kernel.name << "_f<T> f;\n";
+  os << "  " << kernel.name << "_f<T, I> f;\n";
   for (unsigned i = 0; i < traversal.getInputs().size(); ++i)
     os << "  f.in" << i << " = in[" << i << "];\n";
   for (unsigned i = 0; i < traversal.getNumResults(); ++i)
     os << "  f.out" << i << " = out[" << i << "];\n";
-  os << "  f.etype = g.sortedEtype;\n  f.ntype = g.ntype;\n"
-     << "  f.uinvSrc = g.uniqueSrcInv;\n  f.uinvDst = g.uniqueDstInv;\n"
-     << "  f.inPtr = g.inPtr;\n  f.outPtr = g.outPtr;\n";
-  if (pairSumSpaceOf(traversal))
-    os << "  f.esrc = g.sortedSrc;\n  f.edst = g.sortedDst;\n";
+  for (const auto &[member, field] : functor.members)
+    os << "  f." << member << " = " << field << ";\n";
 }
 
-/// Prints the kernels of one layer for the CPU (`cuda` false) or CUDA.
-/// Prints `NAME_problem<T>(g, in, out, aux)`, building the WeightGradProblem of a weight
+/// Prints `NAME_problem<T, I>(g, in, out, aux)`, building the WeightGradProblem of a weight
 /// gradient or row sum (in[0] = A, in[1] = dC, out[0] = dB).
 void printWeightGradProblem(const Kernel &kernel, const WeightGradConfig &c,
                             llvm::raw_ostream &os) {
   bool reduce = isa<ReduceOp>(kernel.op);
-  os << "template <typename T>\n::hector::tmpl::WeightGradProblem<T> " << kernel.name
-     << "_problem(" << kKernelParams << ") {\n"
+  os << "template <typename T, typename I>\n::hector::tmpl::WeightGradProblem<T, I> "
+     << kernel.name << "_problem(" << kKernelParams << ") {\n"
      << "  (void)aux;\n"
-     << "  ::hector::tmpl::WeightGradProblem<T> p;\n"
+     << "  ::hector::tmpl::WeightGradProblem<T, I> p;\n"
      << "  p.numSegments = " << c.numSegments << ";\n"
      << "  p.segOffsets = " << c.segOffsets << ";\n"
      << "  p.numRows = " << c.numRows << ";\n"
      << "  p.K = " << c.k << ";\n  p.N = " << c.n << ";\n  p.heads = " << c.heads << ";\n"
      << "  p.A = in[0];\n  p.lda = " << (reduce ? 0 : c.heads * c.k) << ";\n"
+     << "  p.rows = " << c.rows << ";\n"
      << "  p.gatherA = " << c.gatherA << ";\n"
      << "  p.dC = in[1];\n  p.ldc = " << c.heads * c.n << ";\n"
      << "  p.gatherC = " << c.gatherC << ";\n"
@@ -1253,45 +1331,47 @@ void printWeightGradProblem(const Kernel &kernel, const WeightGradConfig &c,
      << "  return p;\n}\n\n";
 }
 
+/// Prints the kernels of one layer for the CPU (`cuda` false) or CUDA: function templates over
+/// the element type T and the index type I.
 LogicalResult printKernels(LayerPlan &plan, bool cuda, llvm::raw_ostream &os) {
+  const std::string head = "template <typename T, typename I> ";
   for (const Kernel &kernel : plan.kernels) {
     if (kernel.kind == KernelKind::Glue)
       continue;
     os << "// " << kernel.name << "\n";
     if (kernel.kind == KernelKind::RowSum) {
       RowSumConfig c = *rowSumConfig(cast<ReduceOp>(kernel.op));
-      std::string args = c.numSegments + ", " + c.segOffsets + ", " + c.rows + ", in[0], " +
-                         std::to_string(c.width) + ", out[0]";
+      std::string args = c.csr + ", g.sortedEtype, " + c.inv + ", in[0], " +
+                         std::to_string(c.width) + ", out[0], " +
+                         (c.toNodes ? "true" : "false");
       if (!cuda) {
-        os << "template <typename T> void " << kernel.name << "(" << kKernelParams << ") {\n"
+        os << head << "void " << kernel.name << "(" << kKernelParams << ") {\n"
            << "  (void)aux;\n"
-           << "  ::hector::tmpl::cpu::segmentedRowSum<T, std::int64_t>(" << args << ");\n}\n\n";
+           << "  ::hector::tmpl::cpu::runSum<T, I>(" << args << ");\n}\n\n";
       } else {
-        os << "template <typename T> std::size_t " << kernel.name << "_workspace("
-           << kKernelParams << ") {\n  (void)g;\n  (void)in;\n  (void)out;\n  (void)aux;\n"
+        os << head << "std::size_t " << kernel.name << "_workspace(" << kKernelParams
+           << ") {\n  (void)g;\n  (void)in;\n  (void)out;\n  (void)aux;\n"
            << "  return 0;\n}\n\n";
-        os << "template <typename T> cudaError_t " << kernel.name << "(" << kKernelParams
+        os << head << "cudaError_t " << kernel.name << "(" << kKernelParams
            << ", void *, std::size_t, cudaStream_t stream) {\n  (void)aux;\n"
-           << "  return ::hector::tmpl::gpu::launchSegmentedRowSum<T, std::int64_t>(" << args
-           << ", stream);\n}\n\n";
+           << "  return ::hector::tmpl::gpu::launchRunSum<T, I>(" << args << ", stream);\n}\n\n";
       }
       continue;
     }
     if (kernel.kind == KernelKind::WeightGrad) {
       printWeightGradProblem(kernel, *weightGradConfig(kernel.op, plan), os);
       std::string modes = "T, ::hector::tmpl::BOp::kIdentity, ::hector::tmpl::Assign::kStore";
-      std::string problem = kernel.name + "_problem<T>(g, in, out, aux)";
+      std::string problem = kernel.name + "_problem<T, I>(g, in, out, aux)";
       if (!cuda) {
-        os << "template <typename T> void " << kernel.name << "(" << kKernelParams << ") {\n"
+        os << head << "void " << kernel.name << "(" << kKernelParams << ") {\n"
            << "  ::hector::tmpl::cpu::segmentedWeightGrad<" << modes << ">(" << problem
            << ");\n}\n\n";
       } else {
-        os << "template <typename T> std::size_t " << kernel.name << "_workspace("
-           << kKernelParams << ") {\n"
+        os << head << "std::size_t " << kernel.name << "_workspace(" << kKernelParams << ") {\n"
            << "  const auto p = " << problem << ";\n"
            << "  return ::hector::tmpl::gpu::segmentedWeightGradWorkspaceBytes(p, "
               "::hector::tmpl::gpu::defaultWgradChunkRows(p.numRows));\n}\n\n";
-        os << "template <typename T> cudaError_t " << kernel.name << "(" << kKernelParams
+        os << head << "cudaError_t " << kernel.name << "(" << kKernelParams
            << ", void *workspace, std::size_t workspaceBytes, cudaStream_t stream) {\n"
            << "  const auto p = " << problem << ";\n"
            << "  return ::hector::tmpl::gpu::launchSegmentedWeightGrad<" << modes
@@ -1301,40 +1381,41 @@ LogicalResult printKernels(LayerPlan &plan, bool cuda, llvm::raw_ostream &os) {
       continue;
     }
     if (auto traversal = dyn_cast<TraversalOp>(kernel.op)) {
-      FunctorPrinter printer(traversal, kernel.name, os);
-      if (failed(printer.print()))
+      FailureOr<Functor> functor = printFunctor(traversal, kernel.name);
+      if (failed(functor))
         return failure();
+      os << functor->text;
       bool edge = traversal.getKind() == TraversalKind::Edge;
-      std::string csr = printer.reducesBy() == EdgeEnd::Src ? "g.outCsr()" : "g.inCsr()";
+      std::string csr = functor->by == EdgeEnd::Src ? "g.outCsr()" : "g.inCsr()";
       // An edge traversal over compacted rows runs over the unique pairs instead.
-      std::string edges = "g.sortedEdges()";
+      std::string edges = "g.edges()";
       if (std::optional<Space> pairs = pairSpaceOf(traversal))
         edges = *pairs == Space::UniqueSrc ? "g.uniqueSrcPairs()" : "g.uniqueDstPairs()";
-      // A node traversal over unique pairs: their count, member offsets and members (edge
-      // positions; those of a unique_dst pair are contiguous).
+      // A node traversal over unique pairs: the runs of the CSR by source (source pairs) or
+      // by destination, and every edge's pair.
       std::string pairs;
-      if (std::optional<Space> space = printer.pairSumSpace())
-        pairs = *space == Space::UniqueSrc
-                    ? "g.numUniqueSrc, g.uniqueSrcEdgePtr, g.uniqueSrcEdges"
-                    : "g.numUniqueDst, g.uniqueDstEdgePtr, nullptr";
+      if (functor->pairSums)
+        pairs = *functor->pairSums == Space::UniqueSrc
+                    ? "g.outCsr(), g.sortedEtype, g.uniqueSrcInv"
+                    : "g.inCsr(), g.sortedEtype, g.uniqueDstInv";
       if (!cuda) {
-        os << "template <typename T> void " << kernel.name << "(" << kKernelParams << ") {\n"
+        os << head << "void " << kernel.name << "(" << kKernelParams << ") {\n"
            << "  (void)aux;\n";
-        printFunctorSetup(kernel, os);
+        printFunctorSetup(kernel, *functor, os);
         if (edge)
           os << "  ::hector::tmpl::cpu::edgeMap(" << edges << ", f);\n}\n\n";
         else if (!pairs.empty())
           os << "  ::hector::emit::cpu::pairTraversal(" << pairs << ", f);\n}\n\n";
         else
-          os << "  ::hector::emit::cpu::nodeTraversal<" << printer.passes() << ">(" << csr
+          os << "  ::hector::emit::cpu::nodeTraversal<" << functor->passes << ">(" << csr
              << ", f);\n}\n\n";
       } else {
-        os << "template <typename T> std::size_t " << kernel.name << "_workspace("
-           << kKernelParams << ") {\n  (void)g;\n  (void)in;\n  (void)out;\n  (void)aux;\n"
+        os << head << "std::size_t " << kernel.name << "_workspace(" << kKernelParams
+           << ") {\n  (void)g;\n  (void)in;\n  (void)out;\n  (void)aux;\n"
            << "  return 0;\n}\n\n";
-        os << "template <typename T> cudaError_t " << kernel.name << "(" << kKernelParams
+        os << head << "cudaError_t " << kernel.name << "(" << kKernelParams
            << ", void *, std::size_t, cudaStream_t stream) {\n  (void)aux;\n";
-        printFunctorSetup(kernel, os);
+        printFunctorSetup(kernel, *functor, os);
         if (edge)
           os << "  return ::hector::tmpl::gpu::launchEdgeMap(" << edges
              << ", f, stream);\n}\n\n";
@@ -1342,7 +1423,7 @@ LogicalResult printKernels(LayerPlan &plan, bool cuda, llvm::raw_ostream &os) {
           os << "  return ::hector::emit::gpu::launchPairTraversal(" << pairs
              << ", f, stream);\n}\n\n";
         else
-          os << "  return ::hector::emit::gpu::launchNodeTraversal<" << printer.passes() << ">("
+          os << "  return ::hector::emit::gpu::launchNodeTraversal<" << functor->passes << ">("
              << csr << ", f, stream);\n}\n\n";
       }
       continue;
@@ -1350,47 +1431,128 @@ LogicalResult printKernels(LayerPlan &plan, bool cuda, llvm::raw_ostream &os) {
     GemmConfig c = configOf(kernel);
     printProblem(kernel, c, os);
     std::string mode = "::hector::tmpl::Scatter::" + c.scatterMode;
+    std::string problem = kernel.name + "_problem<T, I>(g, in, out, aux)";
     if (!cuda) {
-      os << "template <typename T> void " << kernel.name << "(" << kKernelParams << ") {\n"
+      os << head << "void " << kernel.name << "(" << kKernelParams << ") {\n"
          << "  ::hector::tmpl::cpu::segmentedGemm<T, " << bop(c) << ", " << mode << ">("
-         << kernel.name << "_problem<T>(g, in, out, aux));\n}\n\n";
+         << problem << ");\n}\n\n";
     } else {
-      os << "template <typename T> std::size_t " << kernel.name << "_workspace("
-         << kKernelParams << ") {\n"
+      os << head << "std::size_t " << kernel.name << "_workspace(" << kKernelParams << ") {\n"
          << "  return ::hector::tmpl::gpu::segmentedGemmWorkspaceBytes<T, " << mode << ">("
-         << kernel.name << "_problem<T>(g, in, out, aux));\n}\n\n";
-      os << "template <typename T> cudaError_t " << kernel.name << "(" << kKernelParams
+         << problem << ");\n}\n\n";
+      os << head << "cudaError_t " << kernel.name << "(" << kKernelParams
          << ", void *workspace, std::size_t workspaceBytes, cudaStream_t stream) {\n"
          << "  return ::hector::tmpl::gpu::launchSegmentedGemm<T, " << bop(c) << ", " << mode
-         << ">(" << kernel.name << "_problem<T>(g, in, out, aux), workspace, workspaceBytes, "
-         << "stream);\n}\n\n";
+         << ">(" << problem << ", workspace, workspaceBytes, stream);\n}\n\n";
     }
   }
   return success();
 }
 
 /// Prints the declarations (in model.cpp) or explicit instantiations (in model_cuda.cu) of a
-/// layer's CUDA kernels.
+/// layer's CUDA kernels, for float and double and both index types (the 64-bit ones under
+/// HECTOR_INDEX64).
 void printCudaSignatures(LayerPlan &plan, bool instantiate, llvm::raw_ostream &os) {
-  auto print = [&](StringRef type) {
-    std::string t = type.str();
-    std::string params = "const ::hector::emit::GraphView &, const " + t + " *const *, " + t +
-                         " *const *, const std::int64_t *const *";
-    std::string prefix = instantiate ? "template " : "template <typename T> ";
-    std::string args = instantiate ? "<" + t + ">" : "";
+  auto print = [&](StringRef type, StringRef index) {
+    std::string t = type.str(), i = index.str();
+    std::string params = "const ::hector::emit::GraphView<" + i + "> &, const " + t +
+                         " *const *, " + t + " *const *, const " + i + " *const *";
+    std::string prefix = instantiate ? "template " : "template <typename T, typename I> ";
+    std::string args = instantiate ? "<" + t + ", " + i + ">" : "";
     for (const Kernel &kernel : plan.kernels)
       if (kernel.kind != KernelKind::Glue)
         os << prefix << "std::size_t " << kernel.name << "_workspace" << args << "(" << params
-         << ");\n"
-         << prefix << "cudaError_t " << kernel.name << args << "(" << params
-         << ", void *, std::size_t, cudaStream_t);\n";
+           << ");\n"
+           << prefix << "cudaError_t " << kernel.name << args << "(" << params
+           << ", void *, std::size_t, cudaStream_t);\n";
   };
-  if (instantiate) {
-    print("float");
-    print("double");
-  } else {
-    print("T");
+  if (!instantiate) {
+    print("T", "I");
+    return;
   }
+  for (StringRef type : {"float", "double"})
+    print(type, "std::int32_t");
+  os << "#ifdef HECTOR_INDEX64\n";
+  for (StringRef type : {"float", "double"})
+    print(type, "std::int64_t");
+  os << "#endif\n";
+}
+
+void printGlueOp(LayerPlan &plan, const Kernel &kernel, llvm::raw_ostream &os);
+
+/// The graph structures that emitted code reads: every GraphView array `g.<field>` and graph
+/// accessor `graph.<field>()` it names, and the arrays of the GraphView views it builds.
+graph_schema::GraphStructureMask structuresNamedIn(StringRef text) {
+  using graph_schema::GraphStructure;
+  using graph_schema::maskOf;
+  graph_schema::GraphStructureMask mask = 0;
+  // `g.<field>` not followed by more of an identifier, or `graph.<field>()`.
+  auto named = [&](const std::string &field) {
+    std::string member = "g." + field;
+    for (size_t at = text.find(member); at != StringRef::npos; at = text.find(member, at + 1)) {
+      bool before = at > 0 && (llvm::isAlnum(text[at - 1]) || text[at - 1] == '_');
+      size_t end = at + member.size();
+      bool after = end < text.size() && (llvm::isAlnum(text[end]) || text[end] == '_');
+      if (!before && !after)
+        return true;
+    }
+    return text.contains("graph." + field + "()");
+  };
+  for (int k = 0; k < graph_schema::kNumGraphStructures; ++k)
+    if (named(graph_schema::graphStructures()[k].field))
+      mask |= graph_schema::GraphStructureMask(1) << k;
+  auto view = [&](StringRef call, std::initializer_list<GraphStructure> reads) {
+    if (text.contains(call))
+      for (GraphStructure r : reads)
+        mask |= maskOf(r);
+  };
+  view("g.edges()", {GraphStructure::in_ptr, GraphStructure::sorted_src,
+                     GraphStructure::sorted_etype});
+  view("g.inCsr()", {GraphStructure::in_ptr, GraphStructure::sorted_src});
+  view("g.outCsr()", {GraphStructure::out_ptr, GraphStructure::out_pos, GraphStructure::sorted_dst});
+  view("g.uniqueSrcPairs()", {GraphStructure::unique_src_ptr, GraphStructure::unique_src});
+  view("g.uniqueDstPairs()", {GraphStructure::unique_dst_ptr, GraphStructure::unique_dst});
+  view("graph.sortEdgeData(", {GraphStructure::edge_perm});
+  view("graph.unsortEdgeData(", {GraphStructure::edge_perm});
+  return mask;
+}
+
+/// Fills plan.structures: what the CPU kernels and the glue of the layer read (the CUDA
+/// kernels read the same arrays), and the pair counts of the spaces its tensors have.
+void computeStructures(LayerPlan &plan) {
+  using graph_schema::GraphStructure;
+  using graph_schema::maskOf;
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  (void)printKernels(plan, /*cuda=*/false, os);
+  for (const Kernel &kernel : plan.kernels)
+    if (kernel.kind == KernelKind::Glue)
+      printGlueOp(plan, kernel, os);
+  graph_schema::GraphStructureMask mask = structuresNamedIn(text);
+  // Edge data in the user's order is sorted on the way in and out.
+  for (InputOp input : plan.inputs)
+    if (!input.getResult().use_empty() && !isSavedInput(input) &&
+        input.getResult().getType().getSpace() != Space::Node)
+      mask |= maskOf(GraphStructure::edge_perm);
+  for (OutputOp output : plan.outputs)
+    if (auto value = dyn_cast<ValueType>(output.getValue().getType()))
+      if (value.getSpace() != Space::Node && !isSavedOutput(output))
+        mask |= maskOf(GraphStructure::edge_perm);
+  // Tensors with a row per unique pair need the pair count.
+  auto countOf = [&](Type type) {
+    if (auto value = dyn_cast<ValueType>(type)) {
+      if (value.getSpace() == Space::UniqueSrc)
+        mask |= maskOf(GraphStructure::unique_src_range);
+      if (value.getSpace() == Space::UniqueDst)
+        mask |= maskOf(GraphStructure::unique_dst_range);
+    }
+  };
+  for (InputOp input : plan.inputs)
+    countOf(input.getResult().getType());
+  for (const Kernel &kernel : plan.kernels)
+    for (Type type : kernel.op->getResultTypes())
+      countOf(type);
+  plan.structures = mask;
 }
 
 //===----------------------------------------------------------------------===//
@@ -1404,7 +1566,7 @@ nlohmann::ordered_json shapeJson(RowShape shape) {
 nlohmann::ordered_json manifestOf(LayerPlan &plan, bool cuda) {
   using Json = nlohmann::ordered_json;
   Json m;
-  m["format"] = 2; // 2: the graph carries the unique pairs' members (runtime ABI)
+  m["format"] = 3; // 3: graphs in internal order, int32 indices, structures listed (runtime ABI)
   m["layer"] = plan.layer.getSymName().str();
   m["entry"] = plan.entry;
   Json params = Json::object();
@@ -1545,6 +1707,13 @@ nlohmann::ordered_json manifestOf(LayerPlan &plan, bool cuda) {
     }
     m["kernels"].push_back(k);
   }
+  m["memory"] = {{"terms", {"N", "E", "U_src", "U_dst", "R", "T", "1"}},
+                 {"points", plan.memory},
+                 {"outputs", plan.outputElements}};
+  m["graph"] = Json::array();
+  for (int k = 0; k < graph_schema::kNumGraphStructures; ++k)
+    if (plan.structures >> k & 1)
+      m["graph"].push_back(graph_schema::graphStructures()[k].name);
   m["cuda"] = cuda;
   return m;
 }
@@ -1589,14 +1758,14 @@ void printGlueOp(LayerPlan &plan, const Kernel &kernel, llvm::raw_ostream &os) {
   std::string shape = tensorShape(result.getType());
   auto in = [&](unsigned i) { return plan.tensors.lookup(op->getOperand(i)); };
   auto size = [](Value v) { return numElements(dimsOf(v.getType())); };
-  os << "  const at::Tensor " << out << " = [&] {\n";
+  os << "  " << out << " = [&] {\n";
   if (auto grad = dyn_cast<AggregateGradOp>(op)) {
     // The gradient of y = aggregate max x by END: per node n and element c, grad[n][c] goes to
-    // the first edge of n (in its CSR order: ascending internal edge id) whose x equals the
-    // maximum; every other edge gets 0. Max and min reductions do not depend on the order of
-    // their operands, so this is deterministic on every device.
-    std::string nodeOf =
-        grad.getBy() == EdgeEnd::Dst ? "graph.sortedDst()" : "graph.sortedSrc()";
+    // the edge of n with the smallest internal position whose x equals the maximum; every
+    // other edge gets 0. Max and min reductions do not depend on the order of their operands,
+    // so this is deterministic on every device.
+    std::string nodeOf = grad.getBy() == EdgeEnd::Dst ? "graph.sortedDst().to(at::kLong)"
+                                                      : "graph.sortedSrc().to(at::kLong)";
     int64_t width = size(grad.getInput());
     os << "    const std::int64_t E = graph.numEdges(), N = graph.numNodes(), k = " << width
        << ";\n"
@@ -1761,31 +1930,199 @@ std::string printPresum(LayerPlan &plan, size_t index, Value value, int64_t widt
   return pre;
 }
 
+SmallVector<Value> readsOf(const LayerPlan &plan, const Kernel &kernel);
+
+/// The intermediates the glue releases after each kernel: those whose last reader it is
+/// (outputs, inputs, weights and their aliases are never released).
+std::map<size_t, SmallVector<Value>> releasePlan(const LayerPlan &plan) {
+  llvm::DenseSet<Value> outputValues;
+  for (size_t o = 0; o < plan.outputs.size(); ++o)
+    outputValues.insert(OutputOp(plan.outputs[o]).getValue());
+  llvm::MapVector<Value, size_t> lastRead;
+  for (auto [k, kernel] : llvm::enumerate(plan.kernels))
+    for (Value read : readsOf(plan, kernel)) {
+      auto marker = plan.gathers.find(read);
+      lastRead[marker != plan.gathers.end() ? marker->second.table : read] = k;
+    }
+  std::map<size_t, SmallVector<Value>> release;
+  for (auto &[value, k] : lastRead) {
+    Operation *def = value.getDefiningOp();
+    if (!def || outputValues.contains(value) || isa<InputOp, WeightOp, SliceOp>(def))
+      continue;
+    std::string name = plan.tensors.lookup(value);
+    if (!name.empty() && name[0] == 't')
+      release[k].push_back(value);
+  }
+  return release;
+}
+
+/// The elements of a tensor of `type` as coefficients of N, E, U_src, U_dst, R, T, 1.
+std::array<double, 7> elementsOf(Type type) {
+  std::array<double, 7> c{};
+  if (auto value = dyn_cast<ValueType>(type)) {
+    double row = static_cast<double>(numElements(value.getDims()));
+    switch (value.getSpace()) {
+    case Space::Node: c[0] = row; break;
+    case Space::Src:
+    case Space::Dst:
+    case Space::Edge: c[1] = row; break;
+    case Space::UniqueSrc: c[2] = row; break;
+    case Space::UniqueDst: c[3] = row; break;
+    case Space::Relation: c[4] = row; break;
+    case Space::NType: c[5] = row; break;
+    case Space::None: c[6] = row; break;
+    }
+    return c;
+  }
+  auto weight = cast<WeightType>(type);
+  double slice = static_cast<double>(numElements(weight.getDims()));
+  c[weight.getSlicing() == Slicing::Relation ? 4 : weight.getSlicing() == Slicing::NType ? 5 : 6] =
+      slice;
+  return c;
+}
+
+/// Fills plan.memory and plan.outputElements by walking the glue's allocations and releases:
+/// the sorted copies of edge inputs, every kernel's results (and a reduction's pre-summed
+/// input, and a weight gradient's per-chunk partials), the unsorted copies of edge outputs.
+void computeMemory(LayerPlan &plan) {
+  std::array<double, 7> live{};
+  auto add = [](std::array<double, 7> &to, const std::array<double, 7> &c, double sign = 1) {
+    for (int i = 0; i < 7; ++i)
+      to[i] += sign * c[i];
+  };
+  for (InputOp input : plan.inputs)
+    if (!input.getResult().use_empty() && !isSavedInput(input) &&
+        input.getResult().getType().getSpace() != Space::Node)
+      add(live, elementsOf(input.getResult().getType()));
+  std::map<size_t, SmallVector<Value>> release = releasePlan(plan);
+  plan.memory.clear();
+  for (auto [k, kernel] : llvm::enumerate(plan.kernels)) {
+    std::array<double, 7> temporary{};
+    for (Type type : kernel.op->getResultTypes())
+      add(live, elementsOf(type));
+    if (kernel.kind == KernelKind::WeightGrad) {
+      WeightGradConfig c = *weightGradConfig(kernel.op, plan);
+      std::array<double, 7> rows = elementsOf(c.c.getType());
+      double perRow = static_cast<double>(numElements(dimsOf(c.c.getType())));
+      // One [K, N] partial per 2048 rows of a segment (cpu::segmentedWeightGrad), and the
+      // pre-summed rows of n elements of a reduction.
+      for (int i = 0; i < 7; ++i) {
+        double count = rows[i] / std::max(perRow, 1.0);
+        temporary[i] += count * (c.heads * c.k * c.n) / 2048.0 + (c.presum ? count * c.n : 0);
+      }
+    }
+    std::array<double, 7> point = live;
+    add(point, temporary);
+    plan.memory.push_back(point);
+    for (Value value : release[k])
+      add(live, elementsOf(value.getType()), -1);
+  }
+  plan.outputElements = {};
+  for (size_t o = 0; o < plan.outputs.size(); ++o) {
+    OutputOp output = plan.outputs[o];
+    add(plan.outputElements, elementsOf(output.getValue().getType()));
+    auto value = dyn_cast<ValueType>(output.getValue().getType());
+    if (value && value.getSpace() != Space::Node && !isSavedOutput(output))
+      add(live, elementsOf(output.getValue().getType())); // the unsorted copy
+  }
+  plan.memory.push_back(live);
+}
+
+/// The output bit of output `o` in the glue's `needed` mask (outputs from 63 on share bit 63).
+uint64_t outputBit(size_t o) { return uint64_t(1) << std::min<size_t>(o, 63); }
+
+/// The top-level values kernel `k` reads (a weight gradient's resolved operands).
+SmallVector<Value> readsOf(const LayerPlan &plan, const Kernel &kernel) {
+  SmallVector<Value> reads;
+  if (kernel.kind == KernelKind::WeightGrad) {
+    WeightGradConfig c = *weightGradConfig(kernel.op, plan);
+    if (c.a)
+      reads.push_back(c.a);
+    reads.push_back(c.c);
+    return reads;
+  }
+  if (kernel.kind == KernelKind::RowSum) {
+    reads.push_back(cast<ReduceOp>(kernel.op).getInput());
+    return reads;
+  }
+  for (Value operand : kernel.op->getOperands())
+    reads.push_back(operand);
+  return reads;
+}
+
+/// For every kernel, the outputs that depend on it (a mask of outputBit): a kernel runs only
+/// when one of them is needed.
+std::vector<uint64_t> outputsOfKernels(const LayerPlan &plan) {
+  llvm::DenseMap<Operation *, size_t> index;
+  for (auto [k, kernel] : llvm::enumerate(plan.kernels))
+    index[kernel.op] = k;
+  auto producer = [&](Value v) -> std::optional<size_t> {
+    auto marker = plan.gathers.find(v);
+    if (marker != plan.gathers.end())
+      v = marker->second.table;
+    if (Operation *def = v.getDefiningOp(); def && index.count(def))
+      return index.lookup(def);
+    return std::nullopt;
+  };
+  std::vector<uint64_t> mask(plan.kernels.size(), 0);
+  for (size_t o = 0; o < plan.outputs.size(); ++o)
+    if (std::optional<size_t> k = producer(OutputOp(plan.outputs[o]).getValue()))
+      mask[*k] |= outputBit(o);
+  for (size_t k = plan.kernels.size(); k-- > 0;)
+    for (Value read : readsOf(plan, plan.kernels[k]))
+      if (std::optional<size_t> from = producer(read))
+        mask[*from] |= mask[k];
+  return mask;
+}
+
 void printGlue(LayerPlan &plan, bool cuda, llvm::raw_ostream &os) {
   std::string op = "hector_" + plan.id;
   std::string manifest = manifestOf(plan, cuda).dump(2);
   os << "namespace " << op << " {\n\n";
   os << "const char *const kManifest = R\"hectorjson(" << manifest << ")hectorjson\";\n\n";
   os << "std::string manifest() { return kManifest; }\n\n";
+  os << "/// The graph structures the kernels read.\n"
+     << "constexpr ::hector::graph_schema::GraphStructureMask kStructures = 0x"
+     << llvm::utohexstr(plan.structures) << "ull;\n\n";
   if (cuda) {
     os << "#ifdef HECTOR_WITH_CUDA\nnamespace cuda {\n";
     printCudaSignatures(plan, /*instantiate=*/false, os);
     os << "} // namespace cuda\n#endif\n\n";
   }
 
-  // run<T>: the kernels in order.
-  os << "template <typename T>\n"
+  // Which outputs each kernel serves, and the last kernel that reads each intermediate (it is
+  // released right after, so that the peak holds only what is still needed).
+  // Only a backward layer computes a subset of its outputs (the gradients autograd needs).
+  const bool masked = !plan.forwardOf.empty();
+  std::vector<uint64_t> serves = outputsOfKernels(plan);
+  llvm::DenseSet<Value> outputValues;
+  for (OutputOp output : plan.outputs)
+    outputValues.insert(output.getValue());
+  std::map<size_t, SmallVector<std::string>> releaseAfter;
+  for (auto &[k, values] : releasePlan(plan)) {
+    for (Value value : values)
+      releaseAfter[k].push_back(plan.tensors.lookup(value));
+    llvm::sort(releaseAfter[k]);
+  }
+
+  // run<T, I>: the kernels in order.
+  os << "template <typename T, typename I>\n"
      << "std::vector<at::Tensor> run(const ::hector::Graph &graph, at::TensorList inputs, "
-        "at::TensorList weights) {\n"
+        "at::TensorList weights, std::uint64_t needed) {\n"
+     << "  (void)needed;\n"
      << "  const at::Device device = graph.device();\n"
      << "  const bool onCuda = device.is_cuda();\n"
      << "  (void)onCuda;\n"
      << "  const auto opts = at::TensorOptions().dtype(c10::CppTypeToScalarType<T>::value)"
         ".device(device);\n"
+     << "  const auto idxOpts = at::TensorOptions().dtype(c10::CppTypeToScalarType<I>::value)"
+        ".device(device);\n"
+     << "  (void)idxOpts;\n"
      << "  const auto longOpts = at::TensorOptions().dtype(at::kLong).device(device);\n"
      << "  (void)longOpts;\n"
-     << "  const at::Tensor ranges = ::hector::emit::graphRanges(graph);\n"
-     << "  const ::hector::emit::GraphView g = ::hector::emit::makeGraphView(graph, ranges);\n";
+     << "  const ::hector::emit::GraphView<I> g = ::hector::emit::makeGraphView<I>(graph, "
+        "kStructures, \""
+     << op << "\");\n";
   if (cuda)
     os << "#ifdef HECTOR_WITH_CUDA\n"
        << "  std::optional<c10::cuda::CUDAGuard> guard;\n"
@@ -1798,10 +2135,13 @@ void printGlue(LayerPlan &plan, bool cuda, llvm::raw_ostream &os) {
       os << "  // in" << i << " ('" << input.getName() << "') is not read.\n";
       continue;
     }
-    // Saved activations stay in the graph's internal (relation-sorted) edge order.
+    // Saved activations stay in the graph's internal edge order.
     bool edge = input.getResult().getType().getSpace() != Space::Node && !isSavedInput(input);
-    os << "  const at::Tensor in" << i << " = inputs[" << i << "]"
-       << (edge ? ".index_select(0, graph.edgePerm())" : "") << ".contiguous();\n";
+    if (edge)
+      os << "  const at::Tensor in" << i << " = graph.sortEdgeData(inputs[" << i
+         << "]).contiguous();\n";
+    else
+      os << "  const at::Tensor in" << i << " = inputs[" << i << "].contiguous();\n";
   }
   bool needsOne = llvm::any_of(plan.kernels, [](const Kernel &k) {
     return k.kind == KernelKind::WeightGrad && isa<ReduceOp>(k.op);
@@ -1810,110 +2150,121 @@ void printGlue(LayerPlan &plan, bool cuda, llvm::raw_ostream &os) {
     os << "  const at::Tensor one = at::ones({1}, opts);\n";
   for (auto [i, weight] : llvm::enumerate(plan.weights))
     os << "  const at::Tensor w" << i << " = weights[" << i << "].contiguous();\n";
+  // Every intermediate, assigned by its kernel.
+  for (const Kernel &kernel : plan.kernels)
+    for (Value result : kernel.op->getResults())
+      os << "  at::Tensor " << plan.tensors.lookup(result) << ";\n";
 
   for (auto [index, kernel] : llvm::enumerate(plan.kernels)) {
     Operation *kop = kernel.op;
+    os << (masked ? "  if (needed & 0x" + llvm::utohexstr(serves[index]) + "ull) {\n" : "  {\n");
     if (kernel.kind == KernelKind::Glue) {
       printGlueOp(plan, kernel, os);
-      continue;
-    }
-    SmallVector<std::string> ins, outs, aux;
-    if (kernel.kind == KernelKind::WeightGrad) {
-      WeightGradConfig c = *weightGradConfig(kop, plan);
-      ins.push_back(c.a ? plan.tensors.lookup(c.a) : "one");
-      ins.push_back(c.presum ? printPresum(plan, index, c.c, c.n, os) : plan.tensors.lookup(c.c));
-    } else if (kernel.kind == KernelKind::RowSum) {
-      RowSumConfig c = *rowSumConfig(cast<ReduceOp>(kop));
-      Value input = cast<ReduceOp>(kop).getInput();
-      ins.push_back(c.presum ? printPresum(plan, index, input, c.width, os)
-                             : plan.tensors.lookup(input));
     } else {
-      for (Value operand : kop->getOperands())
-        ins.push_back(plan.tensors.lookup(operand));
-    }
-    for (Value result : kop->getResults()) {
-      std::string name = plan.tensors.lookup(result);
-      outs.push_back(name);
-      if (auto value = dyn_cast<ValueType>(result.getType())) {
-        bool accumulate = false;
-        if (auto gemm = dyn_cast<GemmOp>(kop))
-          accumulate = gemm.getScatter() != GemmScatter::Store;
-        os << "  const at::Tensor " << name << " = at::" << (accumulate ? "zeros" : "empty")
-           << "(" << shapeList(graphRows(value.getSpace()), value.getDims()) << ", opts);\n";
+      SmallVector<std::string> ins, outs, aux;
+      if (kernel.kind == KernelKind::WeightGrad) {
+        WeightGradConfig c = *weightGradConfig(kop, plan);
+        ins.push_back(c.a ? plan.tensors.lookup(c.a) : "one");
+        ins.push_back(c.presum ? printPresum(plan, index, c.c, c.n, os)
+                               : plan.tensors.lookup(c.c));
+      } else if (kernel.kind == KernelKind::RowSum) {
+        RowSumConfig c = *rowSumConfig(cast<ReduceOp>(kop));
+        Value input = cast<ReduceOp>(kop).getInput();
+        ins.push_back(c.presum ? printPresum(plan, index, input, c.width, os)
+                               : plan.tensors.lookup(input));
       } else {
-        auto weight = cast<WeightType>(result.getType());
-        os << "  const at::Tensor " << name << " = at::empty("
-           << shapeList(sliceCount(weight.getSlicing()), weight.getDims()) << ", opts);\n";
+        for (Value operand : kop->getOperands())
+          ins.push_back(plan.tensors.lookup(operand));
       }
-    }
-    if (auto matmul = dyn_cast<WeightMatmulOp>(kop)) {
-      // Segment offsets (and, for an unsliced lhs with a sliced rhs, the row gather).
-      bool lhsSliced = matmul.getLhs().getType().getSlicing() != Slicing::None;
-      bool rhsSliced = matmul.getRhs().getType().getSlicing() != Slicing::None;
-      int64_t m = numElements(matmul.getLhs().getType().getDims().drop_back());
-      std::string slices = sliceCount(matmul.getResult().getType().getSlicing());
-      if (slices.empty())
-        slices = "1";
-      std::string off = "aux" + std::to_string(index) + "_off";
-      if (rhsSliced)
-        os << "  const at::Tensor " << off << " = at::arange(0, " << slices << " + 1, longOpts) * "
-           << m << ";\n";
-      else
-        os << "  const at::Tensor " << off << " = at::arange(0, 2, longOpts) * ("
-           << (lhsSliced ? slices : "1") << " * " << m << ");\n";
-      aux.push_back(off);
-      if (rhsSliced && !lhsSliced) {
-        std::string gather = "aux" + std::to_string(index) + "_gather";
-        os << "  const at::Tensor " << gather << " = at::arange(0, " << slices << " * " << m
-           << ", longOpts).remainder(" << m << ");\n";
-        aux.push_back(gather);
+      for (Value result : kop->getResults()) {
+        std::string name = plan.tensors.lookup(result);
+        outs.push_back(name);
+        if (auto value = dyn_cast<ValueType>(result.getType())) {
+          os << "  " << name << " = at::empty("
+             << shapeList(graphRows(value.getSpace()), value.getDims()) << ", opts);\n";
+        } else {
+          auto weight = cast<WeightType>(result.getType());
+          os << "  " << name << " = at::empty("
+             << shapeList(sliceCount(weight.getSlicing()), weight.getDims()) << ", opts);\n";
+        }
       }
+      if (auto matmul = dyn_cast<WeightMatmulOp>(kop)) {
+        // Segment offsets (and, for an unsliced lhs with a sliced rhs, the row gather).
+        bool lhsSliced = matmul.getLhs().getType().getSlicing() != Slicing::None;
+        bool rhsSliced = matmul.getRhs().getType().getSlicing() != Slicing::None;
+        int64_t m = numElements(matmul.getLhs().getType().getDims().drop_back());
+        std::string slices = sliceCount(matmul.getResult().getType().getSlicing());
+        if (slices.empty())
+          slices = "1";
+        std::string off = "aux" + std::to_string(index) + "_off";
+        if (rhsSliced)
+          os << "  const at::Tensor " << off << " = at::arange(0, " << slices
+             << " + 1, idxOpts) * " << m << ";\n";
+        else
+          os << "  const at::Tensor " << off << " = at::arange(0, 2, idxOpts) * ("
+             << (lhsSliced ? slices : "1") << " * " << m << ");\n";
+        aux.push_back(off);
+        if (rhsSliced && !lhsSliced) {
+          std::string gather = "aux" + std::to_string(index) + "_gather";
+          os << "  const at::Tensor " << gather << " = at::arange(0, " << slices << " * " << m
+             << ", idxOpts).remainder(" << m << ");\n";
+          aux.push_back(gather);
+        }
+      }
+      // Each kernel is a torch.profiler event (a flag test when no profiler is active).
+      os << "  {\n    RECORD_FUNCTION(\"" << kernel.name
+         << "\", std::vector<c10::IValue>());\n    const T *in_[] = {";
+      for (const std::string &name : ins)
+        os << name << ".data_ptr<T>(), ";
+      os << "nullptr};\n    T *out_[] = {";
+      for (const std::string &name : outs)
+        os << name << ".data_ptr<T>(), ";
+      os << "nullptr};\n    const I *aux_[] = {";
+      for (const std::string &name : aux)
+        os << name << ".data_ptr<I>(), ";
+      os << "nullptr};\n";
+      if (cuda) {
+        os << "    if (onCuda) {\n#ifdef HECTOR_WITH_CUDA\n"
+           << "      const std::size_t bytes = cuda::" << kernel.name
+           << "_workspace<T, I>(g, in_, out_, aux_);\n"
+           << "      at::Tensor workspace = at::empty({static_cast<std::int64_t>(bytes)}, "
+              "opts.dtype(at::kByte));\n"
+           << "      const cudaError_t error = cuda::" << kernel.name
+           << "<T, I>(g, in_, out_, aux_, workspace.data_ptr(), bytes, stream);\n"
+           << "      ::hector::emit::checkLaunch(error == cudaSuccess ? nullptr : "
+              "cudaGetErrorString(error), \""
+           << kernel.name << "\");\n"
+           << "#endif\n    } else {\n  ";
+      }
+      os << "    cpu::" << kernel.name << "<T, I>(g, in_, out_, aux_);\n";
+      if (cuda)
+        os << "    }\n";
+      os << "  }\n";
     }
-    // Each kernel is a torch.profiler event (a flag test when no profiler is active).
-    os << "  {\n    RECORD_FUNCTION(\"" << kernel.name
-       << "\", std::vector<c10::IValue>());\n    const T *in_[] = {";
-    for (const std::string &name : ins)
-      os << name << ".data_ptr<T>(), ";
-    os << "nullptr};\n    T *out_[] = {";
-    for (const std::string &name : outs)
-      os << name << ".data_ptr<T>(), ";
-    os << "nullptr};\n    const std::int64_t *aux_[] = {";
-    for (const std::string &name : aux)
-      os << name << ".data_ptr<std::int64_t>(), ";
-    os << "nullptr};\n";
-    if (cuda) {
-      os << "    if (onCuda) {\n#ifdef HECTOR_WITH_CUDA\n"
-         << "      const std::size_t bytes = cuda::" << kernel.name
-         << "_workspace<T>(g, in_, out_, aux_);\n"
-         << "      at::Tensor workspace = at::empty({static_cast<std::int64_t>(bytes)}, "
-            "opts.dtype(at::kByte));\n"
-         << "      const cudaError_t error = cuda::" << kernel.name
-         << "<T>(g, in_, out_, aux_, workspace.data_ptr(), bytes, stream);\n"
-         << "      ::hector::emit::checkLaunch(error == cudaSuccess ? nullptr : "
-            "cudaGetErrorString(error), \""
-         << kernel.name << "\");\n"
-         << "#endif\n    } else {\n  ";
-    }
-    os << "    cpu::" << kernel.name << "<T>(g, in_, out_, aux_);\n";
-    if (cuda)
-      os << "    }\n";
+    for (const std::string &name : releaseAfter[index])
+      os << "  " << name << ".reset();\n";
     os << "  }\n";
   }
   os << "  std::vector<at::Tensor> results;\n";
-  for (OutputOp output : plan.outputs) {
+  for (auto [o, output] : llvm::enumerate(plan.outputs)) {
     std::string name = plan.tensors.lookup(output.getValue());
     auto value = dyn_cast<ValueType>(output.getValue().getType());
     bool edge = value && value.getSpace() != Space::Node && !isSavedOutput(output);
     bool isInput = isa_and_nonnull<InputOp, WeightOp>(output.getValue().getDefiningOp());
-    os << "  results.push_back(" << name
-       << (edge ? ".index_select(0, graph.edgePermInv())" : (isInput ? ".clone()" : ""))
-       << ");\n";
+    std::string result = edge      ? "graph.unsortEdgeData(" + name + ")"
+                         : isInput ? name + ".clone()"
+                                   : name;
+    if (masked)
+      os << "  results.push_back((needed & 0x" << llvm::utohexstr(outputBit(o)) << "ull) ? "
+         << result << " : at::Tensor());\n";
+    else
+      os << "  results.push_back(" << result << ");\n";
   }
   os << "  return results;\n}\n\n";
 
-  // forward: validation and dtype dispatch.
+  // forward: validation, then dispatch on the element and index types.
   os << "std::vector<at::Tensor> forward(at::TensorList graphTensors, c10::IntArrayRef "
-        "graphSizes, at::TensorList inputs, at::TensorList weights) {\n"
+        "graphSizes, at::TensorList inputs, at::TensorList weights, std::int64_t needed) {\n"
      << "  const ::hector::Graph graph = ::hector::Graph::fromTensors(graphTensors.vec(), "
         "graphSizes.vec());\n";
   auto names = [](auto ops) {
@@ -1971,16 +2322,30 @@ void printGlue(LayerPlan &plan, bool cuda, llvm::raw_ostream &os) {
   if (!cuda)
     os << "  TORCH_CHECK_VALUE(!graph.device().is_cuda(), \"" << op
        << ".forward: this library was built without CUDA kernels\");\n";
-  os << "  if (dtype == at::kDouble)\n    return run<double>(graph, inputs, weights);\n"
-     << "  return run<float>(graph, inputs, weights);\n}\n\n";
+  os << "  const std::uint64_t mask = static_cast<std::uint64_t>(needed);\n"
+     << "  if (graph.indexDtype() == at::kLong) {\n"
+     << "#ifdef HECTOR_INDEX64\n"
+     << "    if (dtype == at::kDouble)\n"
+     << "      return run<double, std::int64_t>(graph, inputs, weights, mask);\n"
+     << "    return run<float, std::int64_t>(graph, inputs, weights, mask);\n"
+     << "#else\n"
+     << "    TORCH_CHECK_VALUE(false, \"" << op
+     << ".forward: the graph has 64-bit indices (2^31 nodes or edges or more, or "
+        "index_dtype=torch.int64); this library was built for 32-bit ones: rebuild it with "
+        "hectorc --index64\");\n"
+     << "#endif\n"
+     << "  }\n"
+     << "  if (dtype == at::kDouble)\n"
+     << "    return run<double, std::int32_t>(graph, inputs, weights, mask);\n"
+     << "  return run<float, std::int32_t>(graph, inputs, weights, mask);\n}\n\n";
   os << "} // namespace " << op << "\n\n";
 
   // Registered by the library's HectorRegistration (printRegistration).
   os << "namespace " << op << " {\n"
      << "void define(torch::Library &m) {\n"
      << "  m.def(\"manifest() -> str\", &manifest);\n"
-     << "  m.def(\"forward(Tensor[] graph, int[] graph_sizes, Tensor[] inputs, Tensor[] weights) "
-        "-> Tensor[]\");\n}\n"
+     << "  m.def(\"forward(Tensor[] graph, int[] graph_sizes, Tensor[] inputs, Tensor[] weights, "
+        "int needed=-1) -> Tensor[]\");\n}\n"
      << "void implement(torch::Library &m) { m.impl(\"forward\", &forward); }\n"
      << "} // namespace " << op << "\n\n";
 }

@@ -35,6 +35,7 @@ endif()
 option(HECTOR_ENABLE_CUDA "Build the CUDA kernels when a CUDA compiler is found" ON)
 option(HECTOR_REQUIRE_CUDA "Fail, rather than build CPU kernels only, without a CUDA compiler" OFF)
 option(HECTOR_NATIVE "Tune the CPU kernels for this machine (-march=native); OFF for a library that runs elsewhere" ON)
+option(HECTOR_INDEX64 "Also build the kernels for graphs with 64-bit indices (2^31 nodes or edges and more)" OFF)
 set(HECTOR_CUDA_ARCHITECTURES "80;90" CACHE STRING "CUDA architectures of the kernels")
 set(HECTOR_RUNTIME_DIR "" CACHE PATH "Build directory of the hector runtime (lib/libhector_runtime.so)")
 set(HECTOR_RUNTIME_INCLUDE "" CACHE PATH "Headers of the hector runtime (default: this package's include/)")
@@ -102,6 +103,9 @@ if(HECTOR_CUDA)
   target_compile_definitions(${HECTOR_LIBRARY_NAME} PRIVATE HECTOR_WITH_CUDA=1)
   set_target_properties(${HECTOR_LIBRARY_NAME} PROPERTIES
     CUDA_ARCHITECTURES "${HECTOR_CUDA_ARCHITECTURES}")
+endif()
+if(HECTOR_INDEX64)
+  target_compile_definitions(${HECTOR_LIBRARY_NAME} PRIVATE HECTOR_INDEX64=1)
 endif()
 if(HECTOR_NATIVE)
   include(CheckCXXCompilerFlag)
@@ -196,12 +200,14 @@ LogicalResult writePackage(ModuleOp module, const EmitOptions &options,
 
   // The template headers the sources include, and the runtime's graph header.
   const char *headers[] = {"hector/common.h",
+                           "hector/cpu/parallel.h",
                            "hector/cpu/segmented_gemm.h",
                            "hector/cpu/traversal.h",
                            "hector/cuda/schedule.cuh",
                            "hector/cuda/segmented_gemm.cuh",
                            "hector/cuda/traversal.cuh",
                            "hector/emit/glue.h",
+                           "hector/emit/graph_schema.h",
                            "hector/emit/graph_view.h",
                            "hector/emit/node_traversal.h",
                            "hector/emit/node_traversal.cuh"};

@@ -50,6 +50,9 @@ int main(int argc, char **argv) {
   app.add_flag("--portable", options.portable,
                "Do not tune the CPU kernels for this machine (-march=native, the default), so "
                "that the library also runs on other machines of its architecture");
+  app.add_flag("--index64", options.index64,
+               "Also build the kernels for graphs with 64-bit indices (2^31 nodes or edges and "
+               "more; by default only the 32-bit ones are built)");
   app.add_option("--explain", options.explain,
                  "Print the cost model's comparison of each layer's variants at the given "
                  "graph sizes and the choice, instead of compiling: \"edges=E nodes=N "

@@ -16,6 +16,7 @@
 #include <torch/nn/module.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,12 @@ struct LayerManifest {
   /// library carries none).
   std::vector<double> flops, bytes;
   std::vector<std::vector<double>> intermediates;
+  /// The graph structures the layer's kernels read (built before a call).
+  GraphStructureMask structures = 0;
+  /// The memory of a call in elements (coefficients of N, E, U_src, U_dst, R, T, 1): what the
+  /// layer holds at each allocation point, and the outputs it returns.
+  std::vector<std::vector<double>> memoryPoints;
+  std::vector<double> memoryOutputs;
   std::string json;      ///< the manifest as the library returned it
 };
 
@@ -74,7 +81,33 @@ struct LayerManifest {
 /// c10::ValueError when the library does not carry it). With request "auto" the environment
 /// variable HECTOR_VARIANT, when set, is the request.
 const LayerManifest &chooseVariant(const LayerManifest &layer, const Graph &graph, bool training,
-                                   const std::string &request = "auto");
+                                   const std::string &request = "auto",
+                                   int64_t elementBytes = 4);
+
+/// The estimated peak of the memory one call of `layer` (a variant) allocates on `graph`, in
+/// bytes: the graph structures it would build, and the tensors its kernels hold (forward and
+/// backward when `training`: the forward's outputs and the output gradients live through the
+/// backward), for elements of `elementBytes` bytes.
+double estimatePeakBytes(const LayerManifest &layer, const Graph &graph, bool training,
+                         int64_t elementBytes);
+
+/// The memory budget of calls on `device`, in bytes: chooseVariant picks the fastest variant
+/// whose estimated peak fits it. The one set with setMemoryBudget, else `fraction` (default
+/// 0.9) of the memory available now: on the CPU the least of the system's available memory
+/// and the room left under the process's address-space and cgroup limits; on CUDA the device's
+/// free memory and what the caching allocator holds unused.
+int64_t memoryBudget(const at::Device &device);
+/// Sets the budget of every device to `bytes` (std::nullopt: the default again) and the
+/// default's fraction of the available memory.
+void setMemoryBudget(std::optional<int64_t> bytes, double fraction = 0.9);
+/// The memory available now on `device`, in bytes (see memoryBudget); -1 when unknown.
+int64_t availableMemory(const at::Device &device);
+
+/// chooseVariant, and builds the graph structures the chosen variant's kernels read (with
+/// those of its backward layer when `training`, else of its inference copy), so that the call
+/// that follows builds nothing. Calls do this themselves; it separates the one-time cost.
+const LayerManifest &prepareLayer(const LayerManifest &layer, const Graph &graph, bool training,
+                                  const std::string &request = "auto", int64_t elementBytes = 4);
 
 /// The cost model's comparison of the variants of `layer` on `graph`: per variant the
 /// estimated training (forward + backward) and inference costs, the largest intermediate, the

@@ -2,11 +2,13 @@
 
 Loads compiled relational-GNN layers as ``torch.nn.Module`` classes and provides what they need:
 
-- :class:`Graph` — validated graph preprocessing (relation-sorted edges, CSR by destination and
-  source, unique (node, relation) maps, node-type segments, degree norms).
+- :class:`Graph` — validated graph preprocessing (the CSR by destination, int32 indices; the CSR
+  by source, unique (node, relation) pairs and node-type segments built on first use).
 - :class:`PinnedTable` — zero-copy (PyTorch-Direct) row gathers from host-resident features.
 - :func:`load` — a library built by ``hectorc`` as ``torch.nn.Module`` classes.
 - :func:`spill` — a context that spills saved activations to SSD (SSDTrain).
+- :func:`set_memory_budget`, :func:`memory_budget` — the memory a call may use: the runtime
+  runs the fastest variant whose estimated peak fits.
 - :class:`NeighborSampler`, :class:`MiniBatchLoader` (``hector.minibatch``) — mini-batch training
   on per-batch relational subgraphs with features gathered from host memory, prepared ahead.
 
@@ -15,7 +17,30 @@ The native part, ``libhector_runtime.so``, registers its operators under ``torch
 from ._native import library_path, load_runtime  # noqa: F401
 
 __all__ = ["Graph", "PinnedTable", "spill", "load", "load_all", "library_path", "load_runtime",
-           "NeighborSampler", "MiniBatchLoader", "partition_nodes"]
+           "NeighborSampler", "MiniBatchLoader", "partition_nodes", "set_memory_budget",
+           "memory_budget"]
+
+
+def set_memory_budget(bytes=None, fraction=0.9):
+    """Sets the memory budget of compiled-layer calls: ``bytes`` on every device, or (``None``)
+    ``fraction`` of the memory available at each call (the default, 0.9: on the CPU the least
+    of the system's available memory and the room under the process's address-space and cgroup
+    limits; on CUDA the free device memory and what PyTorch's caching allocator holds unused).
+    Each call runs the fastest optimisation variant whose estimated peak fits the budget, and
+    raises ``torch.OutOfMemoryError`` with the estimates when none does."""
+    if bytes is not None and (isinstance(bytes, bool) or not isinstance(bytes, int)):
+        raise TypeError(f"hector.set_memory_budget: bytes must be an int or None, got "
+                        f"{type(bytes).__name__}")
+    load_runtime().set_memory_budget(bytes, float(fraction))
+
+
+def memory_budget(device="cpu"):
+    """The memory budget (bytes) of a call on ``device`` now (see :func:`set_memory_budget`)."""
+    import torch
+    device = torch.device(device)
+    if device.type == "cuda" and device.index is None:
+        device = torch.device("cuda", torch.cuda.current_device())
+    return int(load_runtime().memory_budget(str(device)))
 
 
 def __getattr__(name):

@@ -9,7 +9,7 @@ _FIELDS = None
 
 
 def _fields():
-    """(tensor names, size names) of the native graph, in the native operator's output order."""
+    """(structure names, size names) of the native graph, in the native order."""
     global _FIELDS
     if _FIELDS is None:
         tensors, sizes = load_runtime().graph_fields()
@@ -46,34 +46,27 @@ class Graph:
     """A relational graph: ``E`` edges ``src[e] -> dst[e]`` of relation ``etype[e]`` over
     ``num_nodes`` nodes, optionally typed by ``ntype``, validated and preprocessed.
 
-    Every index tensor is ``torch.int64`` on the inputs' device. Per-edge tensors other than
-    ``src``/``dst``/``etype`` are in *relation-sorted* order (stable by relation, then destination,
-    then the user's edge id); ``edge_perm`` maps a sorted position to the user's edge id and
-    :meth:`sort_edge_data` / :meth:`unsort_edge_data` convert edge data between the two orders.
+    The graph renumbers the edges in its *internal order* (by destination, then relation, then
+    the user's edge id): every per-edge structure uses it, ``edge_perm`` maps an internal
+    position to the user's edge id, and :meth:`sort_edge_data` / :meth:`unsort_edge_data`
+    convert edge data between the two orders. Index structures are ``torch.int32`` whenever
+    the graph's counts allow (``index_dtype``; ``torch.int64`` on request or for graphs with
+    2^31 nodes or edges or more).
 
-    Structures (``N`` nodes, ``E`` edges, ``R`` relations, ``T`` node types):
-
-    - ``rel_ptr`` [R+1], ``edge_perm`` / ``edge_perm_inv`` [E], ``sorted_src`` / ``sorted_dst`` /
-      ``sorted_etype`` [E]
-    - CSR by destination: ``in_ptr`` [N+1], ``in_eid`` [E] (sorted edge ids), ``in_src`` [E];
-      by source: ``out_ptr``, ``out_eid``, ``out_dst``
-    - unique (node, relation) pairs: ``unique_src_ptr`` [R+1], ``unique_src`` [U_src],
-      ``unique_src_inv`` [E] (per sorted edge); the same for ``unique_dst``; the members of
-      every pair: ``unique_src_edge_ptr`` [U_src+1] / ``unique_src_edges`` [E] (its edges),
-      ``unique_dst_edge_ptr`` [U_dst+1] (contiguous edges), ``unique_{src,dst}_node_ptr`` [N+1] /
-      ``unique_{src,dst}_by_node`` [U] (the pairs of every node)
-    - ``ranges`` [8]: {0, N, 0, E, 0, U_src, 0, U_dst}, the row ranges the kernels read on the
-      graph's device (made here once, so a call never copies them from the host)
-    - node types: ``ntype`` [N], ``ntype_ptr`` [T+1], ``ntype_perm`` / ``ntype_perm_inv`` [N]
-    - degree norms (float64, per sorted edge): ``norm_relation`` = 1/|N_r(i)| (PyG RGCNConv
-      ``aggr="mean"``), ``norm_in`` = 1/in-degree
+    Only the base structures (``in_ptr``, ``sorted_src``, ``sorted_etype``, ``edge_perm``: the
+    CSR by destination) are built with the graph; every other structure is built, with its
+    group, when a layer that reads it first runs or when its property is first read, and then
+    kept. :attr:`nbytes` and :meth:`built` say what the graph holds; the structures are listed
+    in ``codegen-templates/hector/emit/graph_schema.h`` and docs/runtime.md. They are
+    immutable: a layer call on a graph whose structure was written in place raises
+    ``ValueError``.
 
     Raises ``TypeError`` for non-integer tensors and ``ValueError`` for any other bad input, naming
     the tensor and the first bad position.
     """
 
     def __init__(self, src, dst, etype, num_nodes=None, ntype=None, num_relations=None,
-                 num_ntypes=None, *, check_relation_types=False):
+                 num_ntypes=None, *, check_relation_types=False, index_dtype=None):
         _check_tensor(src, "src")
         _check_tensor(dst, "dst")
         _check_tensor(etype, "etype")
@@ -81,21 +74,24 @@ class Graph:
         num_nodes = _check_count(num_nodes, "num_nodes")
         num_relations = _check_count(num_relations, "num_relations")
         num_ntypes = _check_count(num_ntypes, "num_ntypes")
-        tensors, sizes = load_runtime().graph_build(
+        if index_dtype is not None and index_dtype not in (torch.int32, torch.int64):
+            raise ValueError(f"hector.Graph: index_dtype must be torch.int32, torch.int64 or "
+                             f"None, got {index_dtype}")
+        self._impl = load_runtime().graph_create(
             src, dst, etype, num_nodes, ntype, num_relations, num_ntypes,
-            bool(check_relation_types))
-        self._set(tensors, sizes)
+            bool(check_relation_types), index_dtype)
+        self._read_sizes()
 
     @classmethod
-    def _from_parts(cls, tensors, sizes):
+    def _from_impl(cls, impl):
         graph = cls.__new__(cls)
-        graph._set(tensors, sizes)
+        graph._impl = impl
+        graph._read_sizes()
         return graph
 
-    def _set(self, tensors, sizes):
-        names, size_names = _fields()
-        self._tensors = dict(zip(names, tensors))
-        self._sizes = dict(zip(size_names, sizes))
+    def _read_sizes(self):
+        names = _fields()[1]
+        self._sizes = dict(zip(names, self._impl.sizes()))
 
     # --- sizes -----------------------------------------------------------------------------
     @property
@@ -122,23 +118,81 @@ class Graph:
 
     @property
     def num_unique_src(self):
-        """U_src: the number of unique (source node, relation) pairs."""
-        return self._tensors["unique_src"].numel()
+        """U_src: the number of unique (source node, relation) pairs (counted when the graph
+        was built, or by building the unique source pairs)."""
+        return int(self._impl.num_unique_src())
 
     @property
     def num_unique_dst(self):
         """U_dst: the number of unique (destination node, relation) pairs."""
-        return self._tensors["unique_dst"].numel()
+        return self._sizes["num_unique_dst"]
 
     @property
     def device(self):
-        return self._tensors["src"].device
+        return torch.device(self._impl.device())
+
+    @property
+    def index_dtype(self):
+        """The dtype of every index structure: ``torch.int32`` or ``torch.int64``."""
+        return torch.int32 if self._sizes["index_bits"] == 32 else torch.int64
+
+    @property
+    def nbytes(self):
+        """Bytes held by the structures built so far."""
+        return int(self._impl.nbytes())
+
+    # --- structures ------------------------------------------------------------------------
+    def built(self):
+        """The names of the structures built so far."""
+        return list(self._impl.built())
+
+    def require(self, *names):
+        """Builds the named structures (and their groups) now, rather than on first use."""
+        self._impl.require(list(names))
+
+    def tensors(self):
+        """The structures built so far, as a dict name -> tensor (in the native order)."""
+        built = set(self._impl.built())
+        return {n: self._impl.tensor(n) for n in _fields()[0] if n in built}
+
+    # --- the user's view -------------------------------------------------------------------
+    @property
+    def src(self):
+        """[E] source node of every edge, in the user's order (int64; computed on each read)."""
+        return self._impl.user_edges()[0]
+
+    @property
+    def dst(self):
+        """[E] destination node of every edge, in the user's order (int64; computed on each
+        read)."""
+        return self._impl.user_edges()[1]
+
+    @property
+    def etype(self):
+        """[E] relation of every edge, in the user's order (int64; computed on each read)."""
+        return self._impl.user_edges()[2]
+
+    def edge_norm(self, kind="relation", dtype=torch.float32, order="user"):
+        """The degree norm of every edge: ``kind="relation"`` 1/|N_r(i)| (PyG RGCNConv's
+        ``aggr="mean"``: one over the number of incoming edges of the edge's relation at its
+        destination, duplicates counted) or ``"in"`` 1/in-degree, in ``dtype``, in the user's
+        edge order (``order="internal"``: the graph's). Computed on each call, not kept."""
+        if order not in ("user", "internal"):
+            raise ValueError(f"hector.Graph.edge_norm: order must be 'user' or 'internal', "
+                             f"got {order!r}")
+        return self._impl.edge_norm(kind, dtype, order == "user")
+
+    @property
+    def norm_relation(self):
+        """[E] float64, internal order: 1/|N_r(i)| (see :meth:`edge_norm`)."""
+        return self.edge_norm("relation", torch.float64, order="internal")
+
+    @property
+    def norm_in(self):
+        """[E] float64, internal order: 1/in-degree of the destination."""
+        return self.edge_norm("in", torch.float64, order="internal")
 
     # --- conversions -----------------------------------------------------------------------
-    def tensors(self):
-        """All tensors as a dict name -> tensor, in the native order."""
-        return dict(self._tensors)
-
     def to(self, device, non_blocking=False):
         """The same graph on ``device`` (``self`` when already there)."""
         device = torch.device(device)
@@ -146,9 +200,7 @@ class Graph:
             device = torch.device("cuda", torch.cuda.current_device())
         if device == self.device:
             return self
-        names, size_names = _fields()
-        moved = [self._tensors[n].to(device, non_blocking=non_blocking) for n in names]
-        return Graph._from_parts(moved, [self._sizes[n] for n in size_names])
+        return Graph._from_impl(self._impl.to(str(device), bool(non_blocking)))
 
     def cpu(self):
         return self.to("cpu")
@@ -158,62 +210,53 @@ class Graph:
                        if isinstance(device, int) else device)
 
     def sort_edge_data(self, data):
-        """Edge data in the user's edge order -> relation-sorted order (along dim 0)."""
-        return data.index_select(0, self._tensors["edge_perm"].to(data.device))
+        """Edge data in the user's edge order -> the internal order (along dim 0)."""
+        return self._impl.sort_edge_data(data)
 
     def unsort_edge_data(self, data):
-        """Edge data in relation-sorted order -> the user's edge order (along dim 0)."""
-        return data.index_select(0, self._tensors["edge_perm_inv"].to(data.device))
+        """Edge data in the internal order -> the user's edge order (along dim 0)."""
+        return self._impl.unsort_edge_data(data)
 
     def __repr__(self):
         return (f"hector.Graph(num_nodes={self.num_nodes}, num_edges={self.num_edges}, "
                 f"num_relations={self.num_relations}, num_ntypes={self.num_ntypes}, "
-                f"unique_src={self.num_unique_src}, unique_dst={self.num_unique_dst}, "
+                f"unique_dst={self.num_unique_dst}, index_dtype={self.index_dtype}, "
                 f"device={self.device})")
 
 
 def _tensor_property(name, doc):
     def get(self):
-        return self._tensors[name]
+        return self._impl.tensor(name)
     get.__name__ = name
-    return property(get, doc=doc)
+    return property(get, doc=doc + " Built on first read.")
 
 
 _DOCS = {
-    "src": "[E] source node of every edge, user order.",
-    "dst": "[E] destination node of every edge, user order.",
-    "etype": "[E] relation of every edge, user order.",
-    "rel_ptr": "[R+1] the edges of relation r are the sorted positions rel_ptr[r]:rel_ptr[r+1].",
-    "edge_perm": "[E] sorted position -> user edge id.",
-    "edge_perm_inv": "[E] user edge id -> sorted position.",
-    "sorted_src": "[E] source node per sorted edge.",
-    "sorted_dst": "[E] destination node per sorted edge.",
-    "sorted_etype": "[E] relation per sorted edge (non-decreasing).",
-    "in_ptr": "[N+1] CSR by destination: node i's incoming edges are in_eid[in_ptr[i]:in_ptr[i+1]].",
-    "in_eid": "[E] sorted edge ids grouped by destination (ascending within a node).",
-    "in_src": "[E] source node of every in_eid entry.",
-    "out_ptr": "[N+1] CSR by source: node j's outgoing edges are out_eid[out_ptr[j]:out_ptr[j+1]].",
-    "out_eid": "[E] sorted edge ids grouped by source (ascending within a node).",
-    "out_dst": "[E] destination node of every out_eid entry.",
-    "unique_src_ptr": "[R+1] relation r's unique sources are unique_src[ptr[r]:ptr[r+1]].",
-    "unique_src": "[U_src] node of every unique (source, relation) pair, sorted per relation.",
-    "unique_src_inv": "[E] per sorted edge, its (source, relation) pair's index in unique_src.",
-    "unique_dst_ptr": "[R+1] relation r's unique destinations are unique_dst[ptr[r]:ptr[r+1]].",
-    "unique_dst": "[U_dst] node of every unique (destination, relation) pair, sorted per relation.",
-    "unique_dst_inv": "[E] per sorted edge, its (destination, relation) pair's index in unique_dst.",
+    "in_ptr": "[N+1] node v's incoming edges are the positions in_ptr[v]:in_ptr[v+1].",
+    "sorted_src": "[E] source node of every edge (internal order).",
+    "sorted_etype": "[E] relation of every edge (internal order; non-decreasing within a node).",
+    "edge_perm": "[E] internal position -> user edge id.",
+    "node_range": "[2] {0, N}.",
+    "edge_range": "[2] {0, E}.",
+    "sorted_dst": "[E] destination node of every edge (internal order; non-decreasing).",
+    "rel_ptr": "[R+1] relation r's edges are the positions rel_rows[rel_ptr[r]:rel_ptr[r+1]].",
+    "rel_rows": "[E] positions grouped by relation (ascending within a relation).",
+    "out_ptr": "[N+1] CSR by source: node j's outgoing edges are out_pos[out_ptr[j]:out_ptr[j+1]].",
+    "out_pos": "[E] positions grouped by source, then relation (ascending within).",
+    "unique_src": "[U_src] node of every unique (source, relation) pair (by relation, then "
+                  "node).",
+    "unique_src_ptr": "[R+1] relation r's source pairs are unique_src_ptr[r]:unique_src_ptr[r+1].",
+    "unique_src_inv": "[E] per position, its (source, relation) pair.",
+    "unique_src_range": "[2] {0, U_src}.",
+    "unique_dst": "[U_dst] node of every unique (destination, relation) pair (by relation, "
+                  "then node).",
+    "unique_dst_ptr": "[R+1] relation r's destination pairs are "
+                      "unique_dst_ptr[r]:unique_dst_ptr[r+1].",
+    "unique_dst_inv": "[E] per position, its (destination, relation) pair.",
+    "unique_dst_range": "[2] {0, U_dst}.",
     "ntype": "[N] node type of every node (zeros without ntype).",
     "ntype_ptr": "[T+1] the nodes of type t are ntype_perm[ntype_ptr[t]:ntype_ptr[t+1]].",
-    "ntype_perm": "[N] type-sorted position -> node id (ascending node id within a type).",
-    "ntype_perm_inv": "[N] node id -> type-sorted position.",
-    "norm_relation": "[E] float64, per sorted edge: 1/|N_r(i)| (PyG RGCNConv aggr='mean').",
-    "norm_in": "[E] float64, per sorted edge: 1/in-degree of the destination.",
-    "unique_src_edge_ptr": "[U_src+1] pair u's edges are unique_src_edges[ptr[u]:ptr[u+1]].",
-    "unique_src_edges": "[E] sorted edge ids grouped by unique (source, relation) pair.",
-    "unique_dst_edge_ptr": "[U_dst+1] pair u's edges are the sorted positions ptr[u]:ptr[u+1].",
-    "unique_src_node_ptr": "[N+1] node i's source pairs are unique_src_by_node[ptr[i]:ptr[i+1]].",
-    "unique_src_by_node": "[U_src] unique (source, relation) pair indices grouped by node.",
-    "unique_dst_node_ptr": "[N+1] node i's destination pairs are unique_dst_by_node[ptr[i]:ptr[i+1]].",
-    "unique_dst_by_node": "[U_dst] unique (destination, relation) pair indices grouped by node.",
+    "ntype_perm": "[N] nodes grouped by type (ascending node id within a type).",
 }
 
 for _name, _doc in _DOCS.items():

@@ -55,7 +55,7 @@ def _mix_seed(*parts: int) -> int:
 def relation_norm(graph: Graph) -> torch.Tensor:
     """RGCN's edge input: ``1/|N_r(i)|`` per edge in the user's edge order (float64), counted on
     ``graph`` itself — on a subgraph, over the subgraph's edges."""
-    return graph.unsort_edge_data(graph.norm_relation)
+    return graph.edge_norm("relation", torch.float64)
 
 
 def _check_index(name: str, index, bound: int) -> torch.Tensor:
@@ -167,16 +167,18 @@ class NeighborSampler:
         self.graph = graph
         self.num_layers = num_layers
         self.fanout = fanout
-        t = graph.tensors()
-        self._in_ptr, self._in_eid, self._in_src = t["in_ptr"], t["in_eid"], t["in_src"]
-        self._sorted_etype, self._edge_perm = t["sorted_etype"], t["edge_perm"]
-        self._src, self._dst, self._etype = t["src"], t["dst"], t["etype"]
-        self._ntype = t["ntype"] if graph.has_ntype else None
+        # The CSR by destination (a node's incoming edges are consecutive positions; the graph's
+        # own tensors, in its index dtype) and the user's edge list (int64).
+        self._in_ptr = graph.in_ptr.long()
+        self._in_src, self._sorted_etype = graph.sorted_src, graph.sorted_etype
+        self._edge_perm = graph.edge_perm
+        self._src, self._dst, self._etype = graph._impl.user_edges()
+        self._ntype = graph.ntype.long() if graph.has_ntype else None
 
     def _sample(self, pos: torch.Tensor, owner: torch.Tensor, k: int,
                 generator: torch.Generator | None) -> torch.Tensor:
         """Keeps at most k of the CSR positions ``pos`` per (owner, relation) group, uniformly."""
-        key = owner * self.graph.num_relations + self._sorted_etype[self._in_eid[pos]]
+        key = owner * self.graph.num_relations + self._sorted_etype[pos].long()
         # Random order within a group: sort by a random key, then stably by group.
         order = torch.argsort(torch.rand(pos.numel(), generator=generator, dtype=torch.float64))
         order = order[torch.argsort(key[order], stable=True)]
@@ -198,15 +200,15 @@ class NeighborSampler:
             if k is not None and pos.numel():
                 owner = torch.repeat_interleave(torch.arange(frontier.numel()), counts)
                 pos = self._sample(pos, owner, k, generator)
-            edge_parts.append(self._in_eid[pos])
-            reached = torch.unique(self._in_src[pos])
+            edge_parts.append(pos)
+            reached = torch.unique(self._in_src[pos].long())
             frontier = reached[~torch.isin(reached, visited)]
             parts.append(frontier)
             visited = torch.cat([visited, frontier])
         nodes = torch.cat(parts)
         hop_ptr = torch.tensor([0] + [p.numel() for p in parts]).cumsum(0)
         # Edges in the full graph's order; endpoints relabelled through the sorted node list.
-        edge_ids = torch.sort(self._edge_perm[torch.cat(edge_parts)]).values
+        edge_ids = torch.sort(self._edge_perm[torch.cat(edge_parts)].long()).values
         sorted_nodes, local_of_sorted = torch.sort(nodes)
         src = local_of_sorted[torch.searchsorted(sorted_nodes, self._src[edge_ids])]
         dst = local_of_sorted[torch.searchsorted(sorted_nodes, self._dst[edge_ids])]

@@ -75,9 +75,9 @@ def _load_library(path) -> dict[str, dict]:
         manifests = {}
         for ns in new:
             manifest = json.loads(getattr(torch.ops, ns).manifest())
-            if manifest.get("format") != 2:
+            if manifest.get("format") != 3:
                 raise RuntimeError(f"hector.load: {path}: manifest format "
-                                   f"{manifest.get('format')!r} is not this runtime's (2); "
+                                   f"{manifest.get('format')!r} is not this runtime's (3); "
                                    "rebuild the library with this hectorc")
             manifest["namespace"] = ns
             if "forward" in manifest or "inference_of" in manifest or "variant_of" in manifest:
@@ -175,10 +175,8 @@ class CompiledLayer(torch.nn.Module):
             raise ValueError(f"{name}.forward: the graph has {graph.num_ntypes} node types but "
                              f"the layer was built for {self.num_ntypes} (build the graph "
                              "with hector.Graph(..., num_ntypes=...))")
-        tensors = list(graph.tensors().values())
-        sizes = [int(v) for v in graph._sizes.values()]
         # One differentiable operation: the backward kernels run in loss.backward().
-        outs = torch.ops.hector.layer_apply(self.manifest["namespace"], tensors, sizes,
+        outs = torch.ops.hector.layer_apply(self.manifest["namespace"], graph._impl,
                                             list(inputs), self.weights(), self.variant)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
@@ -196,17 +194,36 @@ class CompiledLayer(torch.nn.Module):
         default: whether grad mode is on and a weight requires grad)."""
         if training is None:
             training = torch.is_grad_enabled() and any(w.requires_grad for w in self.weights())
-        return torch.ops.hector.layer_variant(
-            self.manifest["namespace"], list(graph.tensors().values()),
-            [int(v) for v in graph._sizes.values()], bool(training), self.variant)
+        return torch.ops.hector.layer_variant(self.manifest["namespace"], graph._impl,
+                                              bool(training), self.variant)
+
+    def prepare(self, graph, training: bool | None = None) -> str:
+        """Builds the structures of ``graph`` that the variant a call would run reads (with its
+        backward layer's when ``training``; default as :meth:`chosen_variant`), so that the
+        next call builds nothing: the graph's one-time preparation. Returns the variant."""
+        if training is None:
+            training = torch.is_grad_enabled() and any(w.requires_grad for w in self.weights())
+        return torch.ops.hector.layer_prepare(self.manifest["namespace"], graph._impl,
+                                              bool(training), self.variant)
+
+    def memory_estimate(self, graph, training: bool | None = None, dtype=None) -> int:
+        """The cost model's estimate of the peak memory (bytes) one call on ``graph`` allocates
+        with the variant it would run: the graph structures it builds and the tensors its
+        kernels hold (forward and backward when ``training``), for ``dtype`` (default: the
+        weights')."""
+        if training is None:
+            training = torch.is_grad_enabled() and any(w.requires_grad for w in self.weights())
+        weights = self.weights()
+        dtype = dtype or (weights[0].dtype if weights else torch.get_default_dtype())
+        element = torch.empty((), dtype=dtype).element_size()
+        return int(torch.ops.hector.layer_memory(self.manifest["namespace"], graph._impl,
+                                                 bool(training), self.variant, element))
 
     def explain(self, graph) -> str:
         """The cost model's comparison of the variants on ``graph``: for each, the estimated
         training (forward + backward) and inference cost and the largest intermediate at the
         graph's sizes, the rewrites it applies or skips, and the choice."""
-        return torch.ops.hector.layer_explain(
-            self.manifest["namespace"], list(graph.tensors().values()),
-            [int(v) for v in graph._sizes.values()])
+        return torch.ops.hector.layer_explain(self.manifest["namespace"], graph._impl)
 
     def extra_repr(self) -> str:
         params = ", ".join(f"{k}={v}" for k, v in self.manifest.get("params", {}).items())

@@ -42,6 +42,9 @@ struct CompilerOptions {
   /// Build a library that runs on other machines of the same architecture: the CPU kernels are
   /// not tuned for this one (no -march=native).
   bool portable = false;
+  /// Also build the kernels for graphs with 64-bit indices (2^31 nodes or edges and more); by
+  /// default only the 32-bit ones are built, and such a graph is a clear error at the call.
+  bool index64 = false;
   /// Non-empty: print the cost model's comparison of every layer's variants at these graph
   /// sizes ("edges=E nodes=N relations=R ntypes=T unique-src=U unique-dst=U [balance=B]",
   /// separated by spaces or commas) instead of producing output.

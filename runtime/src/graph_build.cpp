@@ -1,0 +1,206 @@
+//===- graph_build.cpp - The CPU algorithms of hector::Graph ---------------===//
+//
+// Stable counting sorts (per-thread histograms over contiguous chunks, a prefix over buckets
+// then chunks, a scatter), parallel gathers and run scans. Buffers are allocated before every
+// parallel region, so an allocation failure is an ordinary exception of the calling thread.
+//
+//===----------------------------------------------------------------------===//
+#include "graph_build.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
+namespace hector {
+namespace graph_build {
+namespace {
+
+int maxThreads() {
+#if defined(_OPENMP)
+  return omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
+
+/// Threads for a pass over `n` items with `buckets` histogram bins per thread: at most the
+/// machine's, few enough that the histograms stay below ~4 entries per item (a graph with
+/// many more nodes than edges sorts on one thread), and none idle on tiny inputs.
+int sortThreads(int64_t n, int64_t buckets) {
+  int64_t t = std::min<int64_t>(maxThreads(), 16);
+  t = std::min<int64_t>(t, std::max<int64_t>(1, n / 32768));
+  if (buckets > 0)
+    t = std::min<int64_t>(t, std::max<int64_t>(1, (4 * n) / buckets));
+  return static_cast<int>(std::max<int64_t>(1, t));
+}
+
+/// [begin, end) of chunk `c` of `chunks` over n items.
+inline void chunkRange(int64_t n, int chunks, int c, int64_t &begin, int64_t &end) {
+  begin = n * c / chunks;
+  end = n * (c + 1) / chunks;
+}
+
+/// Stable counting sort: out[k] = item(i) for the items i in [0, n) ordered by key(i) in
+/// [0, buckets), ties by i; offsets[b] (buckets + 1 entries, may be null) = the first position
+/// of bucket b.
+template <typename I, typename Key, typename Item>
+void countingSort(int64_t n, int64_t buckets, Key key, Item item, I *out, I *offsets) {
+  const int T = sortThreads(n, buckets);
+  std::vector<int64_t> hist(static_cast<size_t>(T) * static_cast<size_t>(buckets), 0);
+#pragma omp parallel for num_threads(T) schedule(static, 1)
+  for (int t = 0; t < T; ++t) {
+    int64_t begin, end;
+    chunkRange(n, T, t, begin, end);
+    int64_t *h = hist.data() + static_cast<size_t>(t) * buckets;
+    for (int64_t i = begin; i < end; ++i)
+      ++h[key(i)];
+  }
+  int64_t running = 0;
+  for (int64_t b = 0; b < buckets; ++b) {
+    if (offsets)
+      offsets[b] = static_cast<I>(running);
+    for (int t = 0; t < T; ++t) {
+      int64_t &h = hist[static_cast<size_t>(t) * buckets + b];
+      const int64_t count = h;
+      h = running;
+      running += count;
+    }
+  }
+  if (offsets)
+    offsets[buckets] = static_cast<I>(running);
+#pragma omp parallel for num_threads(T) schedule(static, 1)
+  for (int t = 0; t < T; ++t) {
+    int64_t begin, end;
+    chunkRange(n, T, t, begin, end);
+    int64_t *h = hist.data() + static_cast<size_t>(t) * buckets;
+    for (int64_t i = begin; i < end; ++i)
+      out[h[key(i)]++] = static_cast<I>(item(i));
+  }
+}
+
+} // namespace
+
+template <typename I>
+int64_t buildBase(const EdgeList &g, I *inPtr, I *sortedSrc, I *sortedEtype, I *edgePerm) {
+  const int64_t E = g.numEdges, N = g.numNodes, R = g.numRelations;
+  // Pass 1: user edge ids grouped by relation (stable). Pass 2: those grouped by destination
+  // (stable): by destination, then relation, then user edge id.
+  std::vector<I> byRelation(static_cast<size_t>(E));
+  countingSort<I>(
+      E, std::max<int64_t>(R, 1), [&](int64_t i) { return g.etype[i]; },
+      [](int64_t i) { return i; }, byRelation.data(), static_cast<I *>(nullptr));
+  {
+    std::vector<I> key(static_cast<size_t>(E));
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < E; ++i)
+      key[i] = static_cast<I>(g.dst[byRelation[i]]);
+    countingSort<I>(
+        E, N, [&](int64_t i) { return static_cast<int64_t>(key[i]); },
+        [&](int64_t i) { return static_cast<int64_t>(byRelation[i]); }, edgePerm, inPtr);
+  }
+  if (N == 0)
+    inPtr[0] = 0;
+#pragma omp parallel for schedule(static)
+  for (int64_t p = 0; p < E; ++p) {
+    const int64_t e = edgePerm[p];
+    sortedSrc[p] = static_cast<I>(g.src[e]);
+    sortedEtype[p] = static_cast<I>(g.etype[e]);
+  }
+  return countRuns<I>(N, inPtr, nullptr, sortedEtype);
+}
+
+template <typename I>
+int64_t countUniqueSrc(int64_t numNodes, int64_t numEdges, int64_t numRelations, const I *sortedSrc,
+                       const I *sortedEtype, int64_t maxBytes) {
+  const double bits = static_cast<double>(numNodes) * static_cast<double>(numRelations);
+  if (bits / 8 > static_cast<double>(maxBytes))
+    return -1;
+  const int64_t words = (static_cast<int64_t>(bits) + 63) / 64;
+  std::vector<uint64_t> bitmap(static_cast<size_t>(words), 0);
+  uint64_t *w = bitmap.data();
+#pragma omp parallel for schedule(static)
+  for (int64_t p = 0; p < numEdges; ++p) {
+    const int64_t bit = static_cast<int64_t>(sortedEtype[p]) * numNodes + sortedSrc[p];
+    __atomic_fetch_or(&w[bit >> 6], uint64_t(1) << (bit & 63), __ATOMIC_RELAXED);
+  }
+  int64_t count = 0;
+#pragma omp parallel for schedule(static) reduction(+ : count)
+  for (int64_t i = 0; i < words; ++i)
+    count += __builtin_popcountll(w[i]);
+  return count;
+}
+
+template <typename I> void buildDst(int64_t numNodes, const I *inPtr, I *sortedDst) {
+#pragma omp parallel for schedule(dynamic, 1024)
+  for (int64_t v = 0; v < numNodes; ++v)
+    for (int64_t p = inPtr[v]; p < static_cast<int64_t>(inPtr[v + 1]); ++p)
+      sortedDst[p] = static_cast<I>(v);
+}
+
+template <typename I>
+void buildRelation(int64_t numEdges, int64_t numRelations, const I *sortedEtype, I *relRows,
+                   I *relPtr) {
+  countingSort<I>(
+      numEdges, numRelations, [&](int64_t p) { return static_cast<int64_t>(sortedEtype[p]); },
+      [](int64_t p) { return p; }, relRows, relPtr);
+  if (numRelations == 0)
+    relPtr[0] = 0;
+}
+
+template <typename I>
+void buildOut(int64_t numNodes, int64_t numEdges, const I *sortedSrc, const I *relRows, I *outPos,
+              I *outPtr) {
+  std::vector<I> key(static_cast<size_t>(numEdges));
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < numEdges; ++i)
+    key[i] = sortedSrc[relRows[i]];
+  countingSort<I>(
+      numEdges, numNodes, [&](int64_t i) { return static_cast<int64_t>(key[i]); },
+      [&](int64_t i) { return static_cast<int64_t>(relRows[i]); }, outPos, outPtr);
+  if (numNodes == 0)
+    outPtr[0] = 0;
+}
+
+template <typename I>
+int64_t countRuns(int64_t numNodes, const I *rowPtr, const I *entryPos, const I *sortedEtype) {
+  int64_t runs = 0;
+#pragma omp parallel for schedule(dynamic, 1024) reduction(+ : runs)
+  for (int64_t v = 0; v < numNodes; ++v) {
+    const int64_t begin = rowPtr[v], end = rowPtr[v + 1];
+    int64_t prev = -1;
+    for (int64_t k = begin; k < end; ++k) {
+      const int64_t rel = sortedEtype[entryPos ? static_cast<int64_t>(entryPos[k]) : k];
+      runs += rel != prev;
+      prev = rel;
+    }
+  }
+  return runs;
+}
+
+template <typename I>
+void buildNtype(int64_t numNodes, int64_t numNtypes, const I *ntype, I *perm, I *ptr) {
+  countingSort<I>(
+      numNodes, std::max<int64_t>(numNtypes, 1),
+      [&](int64_t v) { return static_cast<int64_t>(ntype[v]); }, [](int64_t v) { return v; }, perm,
+      ptr);
+  ptr[numNtypes] = static_cast<I>(numNodes);
+}
+
+#define HECTOR_INSTANTIATE(I)                                                                      \
+  template int64_t buildBase<I>(const EdgeList &, I *, I *, I *, I *);                             \
+  template int64_t countUniqueSrc<I>(int64_t, int64_t, int64_t, const I *, const I *, int64_t);    \
+  template void buildDst<I>(int64_t, const I *, I *);                                              \
+  template void buildRelation<I>(int64_t, int64_t, const I *, I *, I *);                           \
+  template void buildOut<I>(int64_t, int64_t, const I *, const I *, I *, I *);                     \
+  template int64_t countRuns<I>(int64_t, const I *, const I *, const I *);                         \
+  template void buildNtype<I>(int64_t, int64_t, const I *, I *, I *);
+HECTOR_INSTANTIATE(int32_t)
+HECTOR_INSTANTIATE(int64_t)
+#undef HECTOR_INSTANTIATE
+
+} // namespace graph_build
+} // namespace hector
