@@ -203,8 +203,7 @@ def prepare(args, data, dtype, device):
         graph = hector.Graph(src, dst, etype, num_nodes=N, ntype=ntype, num_relations=R,
                              num_ntypes=T)
         # RGCN's edge input: 1/|N_r(i)| per edge, in the user's edge order.
-        extra = [graph.unsort_edge_data(graph.norm_relation).to(dtype)] \
-            if args.model == "rgcn" else []
+        extra = [graph.edge_norm("relation", dtype)] if args.model == "rgcn" else []
 
         def make_body():
             layer = Layer(num_relations=R, num_ntypes=T, dtype=dtype, device=device)

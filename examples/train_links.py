@@ -69,7 +69,7 @@ def prepare(args, data, dtype, device):
             target="cuda" if device == "cuda" else "cpu")
         Layer = hector.load(path)
         graph = hector.Graph(src, dst, etype, num_nodes=N, num_relations=R)
-        norm = graph.unsort_edge_data(graph.norm_relation).to(dtype)
+        norm = graph.edge_norm("relation", dtype)
 
         def make_encoder():
             return Compiled(Layer(num_relations=R, dtype=dtype, device=device), graph, [norm])

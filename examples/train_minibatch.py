@@ -4,6 +4,7 @@ on one process or data-parallel (DDP) on several.
     python examples/train_minibatch.py                          # features gathered by PinnedTable
     python examples/train_minibatch.py --features device        # features indexed on the device
     python examples/train_minibatch.py --features cpu_gather    # CPU gather + copy (baseline)
+    python examples/train_minibatch.py --features-on-disk DIR   # features in a FeatureStore file
     python examples/train_minibatch.py --world-size 2           # DDP, 2 processes (gloo on the CPU)
     torchrun --nproc-per-node 2 examples/train_minibatch.py     # the same, started by torchrun
     python examples/train_minibatch.py --device cuda --world-size 2    # NCCL, one GPU per rank
@@ -26,6 +27,16 @@ multithreaded CPU gather on the CPU); --features cpu_gather asks the table for i
 on a CUDA machine (a threaded CPU gather into a page-locked buffer, then one copy: the
 "CPU-centric" baseline); --features device keeps the table on the training device and indexes it
 there (index_select).
+
+--features-on-disk DIR trains from a hector.FeatureStore file in DIR (built there from the same
+table on the first run, opened on later ones): each batch's rows come from its device cache
+(--cache-bytes, host memory on the CPU, GPU memory with --device cuda), its victim buffer
+(--victim-bytes) or the file (io_uring, O_DIRECT), with the eviction --policy (hybrid: CLOCK
+with credits from the nodes' degree in the sampled direction) and the prefetcher, which gets
+every batch's nodes one batch ahead (--no-store-prefetch turns it off). The gathered rows are
+the same bits, so training is the same as from the table in memory. With several ranks, rank 0
+builds the file and every rank opens it with its own cache and one victim buffer in shared
+memory for all of them.
 
 Data-parallel: --world-size N starts N processes (torch.multiprocessing) that share the graph
 loaded once; under torchrun the RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT variables are used and
@@ -88,6 +99,46 @@ def load_data(args):
     return data
 
 
+def open_store(args, data, features, graph, rank, world, device, say):
+    """The FeatureStore of --features-on-disk: rank 0 builds the file if it is not there, every
+    rank opens it (with several ranks, one shared victim buffer for all)."""
+    from hector import FeatureStore
+    directory = args.features_on_disk
+    path = directory / (f"{data.name}-{data.num_nodes}x{args.feature_dim}-{args.dtype}-"
+                        f"seed{args.feature_seed}.hfs")
+    built = False
+    if rank == 0 and not path.exists():
+        directory.mkdir(parents=True, exist_ok=True)
+        start = time.perf_counter()
+        FeatureStore.write(path, features)
+        built = True
+        say(f"feature store: built {path} ({path.stat().st_size / 1e6:.1f} MB) in "
+            f"{time.perf_counter() - start:.2f} s")
+    if world > 1:
+        dist.barrier()    # the file exists before the other ranks open it
+    row = features[0].numel() * features.element_size()
+    table_bytes = features.shape[0] * row
+    cache = args.cache_bytes if args.cache_bytes is not None else table_bytes // 4
+    victim = args.victim_bytes if args.victim_bytes is not None else table_bytes // 4
+    shared = None
+    if world > 1 and victim >= row:
+        # One name per run: the rendezvous address is what the ranks share.
+        shared = (f"minibatch-{os.environ.get('MASTER_ADDR', 'local')}-"
+                  f"{os.environ.get('MASTER_PORT', '0')}").replace(":", "_")
+    store = FeatureStore.open(
+        path, width=args.feature_dim, dtype=features.dtype, cache_bytes=cache,
+        victim_bytes=victim, policy=args.policy,
+        static_scores=None if args.policy == "dynamic" else FeatureStore.degree_scores(graph),
+        cache_device=device if device.startswith("cuda") else "cpu", shared_victim=shared,
+        prefetch=args.store_prefetch)
+    say(f"feature store: {'built and ' if built else ''}opened {path.name}: cache "
+        f"{store.cache_rows} rows, victim buffer {store.victim_rows} rows"
+        f"{' (shared victim buffer ' + store.victim_name + ')' if store.victim_name else ''}, "
+        f"policy {store.policy}, prefetcher {'on' if store.prefetch_enabled else 'off'}; "
+        f"reads: {store.io_mode}")
+    return store
+
+
 def run(rank: int, world: int, args, data, library) -> None:
     """One rank's training (the only one without DDP). Under torchrun ``data`` and ``library``
     are None: rank 0 loads the graph and compiles the model, and the other ranks receive them."""
@@ -123,7 +174,11 @@ def run(rank: int, world: int, args, data, library) -> None:
     graph = hector.Graph(data.src, data.dst, data.etype, num_nodes=data.num_nodes,
                          num_relations=data.num_relations)
     features = make_features(data.num_nodes, args.feature_dim, args.feature_seed).to(dtype)
-    if args.features in ("pinned", "cpu_gather"):
+    store = None
+    if args.features_on_disk is not None:
+        table = store = open_store(args, data, features, graph, rank, world, device, say)
+        where = f"on disk ({store.path})"
+    elif args.features in ("pinned", "cpu_gather"):
         mode = "zero_copy" if args.features == "pinned" else "cpu_gather"
         table = hector.PinnedTable(features, mode=mode)
         where = f"{args.features} ({table.mode})"
@@ -200,7 +255,17 @@ def run(rank: int, world: int, args, data, library) -> None:
     steady = times[1:] if len(times) > 1 else times
     say(f"test accuracy: {correct / total:.2%}, time per epoch: "
         f"{sum(steady) / len(steady) * 1e3:.1f} ms{' (after the first)' if len(times) > 1 else ''}"
-        f", features: {args.features}")
+        f", features: {'on disk' if store is not None else args.features}")
+    if store is not None:
+        s = store.stats
+        say(f"store (rank 0, training and testing): {s['unique_rows']} rows looked up: cache "
+            f"{s['cache_hit_rate']:.1%}, victim buffer {s['victim_hit_rate']:.1%}, storage "
+            f"{s['storage_rate']:.1%} ({s['bytes_read'] / 1e6:.2f} MB read in "
+            f"{s['read_requests']} requests; gathers waited {s['stall_s'] * 1e3:.1f} ms); "
+            f"{s['prefetched_rows']} rows found ahead by the prefetcher")
+        if distributed:
+            dist.barrier()    # every rank is done with the shared victim buffer's rows
+        store.close()
     if distributed:
         dist.destroy_process_group()
 
@@ -215,6 +280,19 @@ def main() -> None:
                         help="pinned: gather rows with hector.PinnedTable from host memory "
                              "(zero-copy on CUDA); cpu_gather: the table's CPU gather + copy; "
                              "device: the table on the training device, index_select there")
+    parser.add_argument("--features-on-disk", type=pathlib.Path, default=None, metavar="DIR",
+                        help="train from a hector.FeatureStore file in DIR (built there on the "
+                             "first run); overrides --features")
+    parser.add_argument("--cache-bytes", type=int, default=None,
+                        help="with --features-on-disk: the device cache's bytes (default: a "
+                             "quarter of the table)")
+    parser.add_argument("--victim-bytes", type=int, default=None,
+                        help="with --features-on-disk: the victim buffer's bytes (default: a "
+                             "quarter of the table)")
+    parser.add_argument("--policy", choices=("static", "dynamic", "hybrid"), default="hybrid",
+                        help="with --features-on-disk: the cache's eviction (default hybrid)")
+    parser.add_argument("--no-store-prefetch", dest="store_prefetch", action="store_false",
+                        help="with --features-on-disk: no prefetching of the next batch's rows")
     parser.add_argument("--feature-dim", type=int, default=64, help="feature width (default 64)")
     parser.add_argument("--feature-seed", type=int, default=0,
                         help="seed of the random feature table (default 0)")
@@ -246,6 +324,9 @@ def main() -> None:
             parser.error(f"--{name.replace('_', '-')} must be at least 1")
     if args.prefetch < 0:
         parser.error("--prefetch must be at least 0")
+    for name in ("cache_bytes", "victim_bytes"):
+        if getattr(args, name) is not None and getattr(args, name) < 0:
+            parser.error(f"--{name.replace('_', '-')} must be at least 0")
     if args.device == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda: PyTorch sees no CUDA device")
     if not args.data.is_dir():

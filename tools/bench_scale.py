@@ -7,6 +7,7 @@ time; the report has their times, peak memory, graph preparation, ratios and gro
     python tools/bench_scale.py --graphs mag --scales 0.125 --models rgcn --impls hector,pyg
     python tools/bench_scale.py --graphs mag,wikikg2 --cap-gib 23 --json out.json
     python tools/bench_scale.py --device cuda --scales 1,2        # on a GPU machine
+    python tools/bench_scale.py --device cuda --packages gpu-packages   # without hectorc there
     python tools/bench_scale.py --stats --graphs mag,wikikg2 --scales 0.01   # the graphs only
 
 Graphs: synthetic graphs with the published statistics of ogbn-mag and ogbl-wikikg2, generated
@@ -675,6 +676,29 @@ def compile_library(model: str, args) -> str:
     return r.stdout.strip().splitlines()[-1]
 
 
+def build_packages(directory: pathlib.Path, models: list[str], args) -> dict:
+    """The libraries of DIR/scale-MODEL, built against $HECTOR_BUILD_DIR's runtime by
+    tools/gpu_models.py's build_package; a package that fails to build is an error its rows
+    report, as a failed compile is."""
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+    import gpu_models
+    runtime = os.environ.get("HECTOR_BUILD_DIR")
+    if not runtime:
+        raise SystemExit("--packages needs HECTOR_BUILD_DIR: the runtime's build directory")
+    libs = {}
+    for m in models:
+        pkg = directory / f"scale-{m}"
+        if not (pkg / "manifest.json").is_file():
+            libs[m] = RuntimeError(f"no package {pkg} (run tools/gpu-check-prepare.sh)")
+            continue
+        name, lib, secs, log = gpu_models.build_package(pkg, pathlib.Path(runtime),
+                                                        args.device == "cuda", os.cpu_count() or 2)
+        print(f"built {name} in {secs:.0f} s" if lib else f"building {name} failed:\n{log}",
+              flush=True)
+        libs[m] = str(lib) if lib else RuntimeError(f"building {pkg} failed")
+    return libs
+
+
 def child_env(args) -> dict:
     env = dict(os.environ)
     env.update(OMP_NUM_THREADS=str(args.threads), MKL_NUM_THREADS=str(args.threads),
@@ -984,6 +1008,10 @@ def main() -> int:
     ap.add_argument("--lib", action="append", default=[], metavar="MODEL=PATH",
                     help="use this library for MODEL instead of compiling it (e.g. one built "
                          "from a hectorc package on a machine without hectorc)")
+    ap.add_argument("--packages", type=pathlib.Path, metavar="DIR",
+                    help="build DIR/scale-MODEL (hectorc --emit=package, written by "
+                         "tools/gpu-check-prepare.sh) against the runtime in $HECTOR_BUILD_DIR "
+                         "and use it for MODEL: for a machine without hectorc")
     ap.add_argument("--pyg-slow", action="store_true",
                     help="without pyg-lib, train HGTConv through HeteroLinear's own per-type "
                          "loop rather than bench_train's hetero_linear_split")
@@ -1022,6 +1050,8 @@ def main() -> int:
         if not pathlib.Path(path).is_file():
             ap.error(f"--lib {item!r}: no such file")
         libs[m] = str(pathlib.Path(path).resolve())
+    if args.packages is not None:
+        libs.update(build_packages(args.packages, [m for m in models if m not in libs], args))
     cache_dir = None if args.no_cache else CACHE
     cache_bytes = int(args.cache_gib * GiB)
 

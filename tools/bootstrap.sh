@@ -4,7 +4,7 @@
 #   Debian packages: MLIR/LLVM 19, clang 19 (libFuzzer), nlohmann/json, CLI11, Catch2, liburing,
 #                    ccache, ninja, cmake.
 #   Python:          a project-local virtual environment (.venv) with torch, torch_geometric, rdflib,
-#                    pytest, lit, numpy.
+#                    pytest, pytest-xdist, lit, numpy.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
@@ -23,7 +23,7 @@ fi
 
 # Python packages, pinned to what the GPU check machine has (torch 2.11, torch-geometric 2.8).
 venv="$root/.venv"
-py_reqs=(torch==2.11.0 torch_geometric==2.8.1 rdflib pytest lit numpy)
+py_reqs=(torch==2.11.0 torch_geometric==2.8.1 rdflib pytest pytest-xdist lit numpy)
 stamp="$venv/.hector-bootstrap"
 want="${py_reqs[*]}"
 if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then

@@ -3,6 +3,7 @@
 # machine (no MLIR) builds, into gpu-packages/ (git-ignored; pass it to the GPU machine).
 #   check-*: the examples at the sizes of the numerical tests (CUDA vs CPU vs PyG)
 #   bench-*: RGCN, RGAT, HGT at Hector's evaluation sizes (in = out = 64, 1 head) for timing
+#   scale-*: RGCN, both RGATs, HGT at tools/bench_scale.py's sizes (64 wide, 4 heads)
 #   minibatch-rgcn: the two-layer RGCN of the mini-batch example at in = 256 (hidden 64, AIFB's 4
 #     classes), for tools/bench_minibatch.py (the benchmark and its --check on AIFB)
 #   user-models: the models of test/python/user_models, CUDA vs CPU (the last step of the check)
@@ -41,6 +42,12 @@ emit bench-rgcn rgcn in=64 out=64
 emit bench-rgat_pyg rgat_pyg in=64 d=64 H=1
 emit bench-hgt hgt in=64 out=64 H=1
 emit minibatch-rgcn rgcn_aifb in=256 hidden=64 classes=4
+# scale-*: the models of tools/bench_scale.py at its default sizes (--hidden 64 --heads 4), for its
+# --device cuda run on the ogbn-mag-size graph and twice it (gpu-check.sh step bench-scale)
+emit scale-rgcn rgcn in=64 out=64
+emit scale-rgat rgat in=64 d=16 H=4
+emit scale-rgat_pyg rgat_pyg in=64 d=16 H=4
+emit scale-hgt hgt in=64 out=64 H=4
 # user-models: every model of test/python/user_models in one library (tools/gpu_models.py
 # --select user-models: each layer's CUDA outputs and gradients against the CPU path).
 cat "$root"/test/python/user_models/*.hector >"$out/user_models.hector"

@@ -19,9 +19,16 @@ status=0
 # has its own limit; a step gets at most what is left, and a step with under 20 s left is skipped
 # (and counts as a failure), so one slow step cannot take the results of the others with it.
 budget_end=$((SECONDS + ${GPU_CHECK_BUDGET:-470}))
+# GPU_CHECK_STEPS=name,name,... runs only those steps (and the configure and build steps they
+# need), e.g. GPU_CHECK_STEPS=feature-store-tests,bench-featurestore; steps left out do not fail.
 step() {  # name, limit in seconds, command...: runs one step, logs it, remembers failures
   local name=$1 limit=$2; shift 2
   local left=$((budget_end - SECONDS))
+  if [ -n "${GPU_CHECK_STEPS:-}" ] && [ "$name" != configure ] && [ "$name" != build-runtime ] &&
+     [[ ",$GPU_CHECK_STEPS," != *",$name,"* ]]; then
+    echo "=== $name: not selected (GPU_CHECK_STEPS)"
+    return 0
+  fi
   echo "=== $name"
   if [ $left -lt 20 ]; then
     echo "    skipped: the check's time budget is spent"
@@ -116,9 +123,32 @@ if [ -f "$root/tools/bench_spill.py" ]; then
     --layers 12 --seq 1024 --batch 4 --warmup 1 --steps 3 --budget 8 --json "$out/spill.json"
 fi
 
+# 5b. Full-graph training at the sizes of real graphs (tools/bench_scale.py --device cuda): the
+#    synthetic ogbn-mag graph (1.94M nodes, 21.1M edges) and twice it, ours (the scale-* packages,
+#    built here) against PyG, one process per row; GPU memory is torch.cuda.max_memory_allocated.
+#    The graphs are generated on the first run (cached in build/bench-scale-cache).
+step bench-scale 240 env HECTOR_BUILD_DIR="$build" "$py" "$root/tools/bench_scale.py" \
+  --device cuda --scales 1,2 --models rgcn,rgat_pyg,hgt,rgat --impls hector,pyg \
+  --packages "$root/gpu-packages" --repeats 2 --budget 5 --timeout 150 --json "$out/scale.json"
+
 # 6. The user models (test/python/user_models, one library): every layer and variant, CUDA
-#    outputs and gradients against the CPU path on the awkward graphs. Last: the steps above
+#    outputs and gradients against the CPU path on the awkward graphs. Late: the steps above
 #    matter more if time runs short.
 step user-models 200 "$py" "$root/tools/gpu_models.py" --packages "$root/gpu-packages" \
   --runtime "$build" --select user-models --json "$out/user-models.json"
+
+# 7. Storage-backed features (hector.FeatureStore): the tests with the cache in GPU memory and
+#    cuFile (reads straight into GPU memory, checksums verified there), then the benchmark with
+#    the GPU cache (static/dynamic/hybrid x prefetcher off/on) on the minibatch-rgcn model (built
+#    by step 3, else here). Last, so the first to go when time runs short: run them alone with
+#    GPU_CHECK_STEPS=feature-store-tests,bench-featurestore. Without a GPU the CUDA tests skip
+#    and the benchmark runs its CPU half.
+step feature-store-tests 120 "$py" -m pytest -q -rs "$root/test/python/test_feature_store.py" \
+  -k "gpu or awkward_indices or prefetch or checksum or short_read" -p no:cacheprovider
+fs_device=$("$py" -c 'import torch; print("cuda" if torch.cuda.is_available() else "cpu")')
+if [ -f "$minibatch_pkg/manifest.json" ]; then
+  step bench-featurestore 150 "$py" "$root/tools/bench_featurestore.py" --device "$fs_device" \
+    --package "$minibatch_pkg" --nodes 500000 --memory-limit 0 --policies dynamic,hybrid \
+    --static-scores sampled --batches 20 --epochs 1 --json "$out/featurestore.json"
+fi
 exit $status

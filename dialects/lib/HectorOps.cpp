@@ -5,9 +5,12 @@
 //
 //===----------------------------------------------------------------------===//
 #include "hector/Dialect/HectorOps.h"
+#include "hector/Dialect/LayerRelations.h"
+#include "hector/Dialect/Names.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringMap.h"
@@ -15,20 +18,44 @@
 using namespace mlir;
 using namespace hector;
 
+namespace {
+
+/// `name` quoted for a diagnostic: printable ASCII as is, every other byte as \xHH, at most
+/// 80 bytes of it (names are data: a hostile one must not garble the terminal or the log).
+std::string printableName(StringRef name) {
+  std::string out = "'";
+  for (size_t i = 0; i < name.size() && i < 80; ++i) {
+    unsigned char c = static_cast<unsigned char>(name[i]);
+    if (c >= 0x20 && c < 0x7F && c != '\\' && c != '\'') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      static const char digits[] = "0123456789abcdef";
+      out += "\\x";
+      out.push_back(digits[c >> 4]);
+      out.push_back(digits[c & 15]);
+    }
+  }
+  if (name.size() > 80)
+    out += "...";
+  return out + "'";
+}
+
+LogicalResult verifyTensorName(Operation *op, StringRef name) {
+  if (name.empty())
+    return op->emitOpError("name must not be empty");
+  if (!isValidTensorName(name))
+    return op->emitOpError() << "name " << printableName(name) << " is not " << kTensorNameRule;
+  return success();
+}
+
+} // namespace
+
 //===----------------------------------------------------------------------===//
 // Shared helpers
 //===----------------------------------------------------------------------===//
 
 namespace {
 /// A row shape with owned dimensions, for shapes computed by the verifiers.
-struct OwnedShape {
-  SmallVector<int64_t> dims;
-  int64_t headAxis = -1;
-
-  OwnedShape() = default;
-  OwnedShape(RowShape shape) : dims(shape.dims), headAxis(shape.headAxis) {}
-  RowShape view() const { return {dims, headAxis}; }
-};
 } // namespace
 
 /// Emits "result type must be EXPECTED, got ACTUAL" unless `actual` is `expected`.
@@ -39,96 +66,35 @@ static LogicalResult checkResultType(Operation *op, Type expected, Type actual,
   return op->emitOpError() << what << " type must be " << expected << ", got " << actual;
 }
 
-/// The space of `hector.linear` rows in `space` times a weight of `slicing`; emits an error
-/// naming `operand` when the rows cannot select a slice.
-static FailureOr<Space> linearSpace(Operation *op, StringRef operand, Space space,
-                                    Slicing slicing) {
-  switch (slicing) {
-  case Slicing::Relation:
-    if (!isEdgeIndexed(space))
-      return op->emitOpError()
-             << operand
-             << " must be indexed by edges (src, dst, edge, unique_*) when the weight is "
-                "relation-sliced, got "
-             << stringifySpace(space);
-    if (space == Space::UniqueSrc || space == Space::UniqueDst)
-      return space;
-    return Space::Edge;
-  case Slicing::NType:
-    if (space != Space::Node)
-      return op->emitOpError() << operand
-                               << " must be indexed by nodes (node) when the weight is "
-                                  "ntype-sliced, got "
-                               << stringifySpace(space);
-    return Space::Node;
-  case Slicing::None:
-    return space;
-  }
-  llvm_unreachable("unknown slicing");
+/// `value`, or the error `why` on `op` (the reason a shared type rule of HectorTypes.h gave).
+template <typename T>
+static FailureOr<T> orError(Operation *op, std::optional<T> value, const std::string &why) {
+  if (value)
+    return *value;
+  return op->emitOpError() << why;
 }
 
-/// The row shape of `x . W` (contracting x's last dim with W's first), or with `transposed`
-/// of `x . W^T` (contracting x with W's trailing dims). Emits an error naming `operand`.
-static FailureOr<OwnedShape> linearShape(Operation *op, StringRef operand, RowShape x, RowShape w,
+/// The space of `hector.linear` rows in `space` times a weight of `slicing`; emits an error
+/// naming `operand` when the rows cannot select a slice.
+static FailureOr<Space> checkedLinearSpace(Operation *op, StringRef operand, Space space,
+                                    Slicing slicing) {
+  std::string why;
+  return orError(op, hector::linearSpace(space, slicing, operand, &why), why);
+}
+
+/// The row shape of `x . W` (`x . W^T` with `transposed`). Emits an error naming `operand`.
+static FailureOr<OwnedShape> checkedLinearShape(Operation *op, StringRef operand, RowShape x, RowShape w,
                                          bool transposed) {
-  auto fail = [&]() {
-    return op->emitOpError() << operand << " row " << formatShape(x)
-                             << " does not match the weight " << formatShape(w) << ": ";
-  };
-  OwnedShape result;
-  if (w.headAxis == 0) {
-    // Per head: W is [Hh, k, m...].
-    if (w.rank() < 2)
-      return fail() << "a per-head weight needs [Hh, k, ...]";
-    if (!transposed) {
-      if (x.rank() != 2 || !x.hasHeads() || x.dims[0] != w.dims[0] || x.dims[1] != w.dims[1])
-        return fail() << "expected [" << w.dims[0] << "h, " << w.dims[1] << "]";
-      result.dims.push_back(w.dims[0]);
-      result.dims.append(w.dims.begin() + 2, w.dims.end());
-      result.headAxis = 0;
-      return result;
-    }
-    OwnedShape expected;
-    expected.dims.push_back(w.dims[0]);
-    expected.dims.append(w.dims.begin() + 2, w.dims.end());
-    expected.headAxis = 0;
-    if (x != expected.view())
-      return fail() << "expected " << formatShape(expected.view());
-    result.dims = {w.dims[0], w.dims[1]};
-    result.headAxis = 0;
-    return result;
-  }
-  if (w.rank() < 1)
-    return fail() << "the weight needs at least one dimension";
-  OwnedShape rest;
-  rest.dims.assign(w.dims.begin() + 1, w.dims.end());
-  rest.headAxis = w.hasHeads() ? w.headAxis - 1 : -1;
-  if (rest.headAxis > 0)
-    return op->emitOpError() << "the weight's head dimension must follow the contracted "
-                                "dimension directly, got "
-                             << formatShape(w);
-  if (!transposed) {
-    if (x.rank() != 1 || x.hasHeads() || x.dims[0] != w.dims[0])
-      return fail() << "expected [" << w.dims[0] << "]";
-    return rest;
-  }
-  if (x != rest.view())
-    return fail() << "expected " << formatShape(rest.view());
-  result.dims = {w.dims[0]};
-  return result;
+  std::string why;
+  return orError(op, hector::linearShape(x, w, transposed, operand, &why), why);
 }
 
 /// The type of `hector.linear` of `x` and `w` (`x . W^T` with `transposed`), with errors naming
 /// `operand` (the rows).
-static FailureOr<ValueType> linearType(Operation *op, StringRef operand, ValueType x, WeightType w,
+static FailureOr<ValueType> checkedLinearType(Operation *op, StringRef operand, ValueType x, WeightType w,
                                        bool transposed = false) {
-  FailureOr<Space> space = linearSpace(op, operand, x.getSpace(), w.getSlicing());
-  if (failed(space))
-    return failure();
-  FailureOr<OwnedShape> shape = linearShape(op, operand, x.getShape(), w.getShape(), transposed);
-  if (failed(shape))
-    return failure();
-  return ValueType::get(op->getContext(), *space, shape->view());
+  std::string why;
+  return orError(op, hector::linearType(x, w, transposed, operand, &why), why);
 }
 
 /// Emits an error unless `actual` equals `expected` (the shape of `of`), naming `operand`.
@@ -170,6 +136,43 @@ void LayerOp::build(OpBuilder &builder, OperationState &state, StringRef name,
   body->push_back(new Block());
 }
 
+LogicalResult LayerOp::verify() {
+  if (!isValidLayerName(getSymName()))
+    return emitOpError() << "layer name " << printableName(getSymName()) << " is not "
+                         << kLayerNameRule;
+  return success();
+}
+
+/// Emits an error unless `attr` (the value of the layer relation `name` on `layer`) is a
+/// FlatSymbolRefAttr naming a layer.
+static LogicalResult verifyLayerRef(LayerOp layer, SymbolTableCollection &symbols, StringRef name,
+                                    Attribute attr) {
+  auto ref = dyn_cast<FlatSymbolRefAttr>(attr);
+  if (!ref)
+    return layer.emitOpError() << "'" << name << "' must name a layer (@NAME), got " << attr;
+  if (!symbols.lookupNearestSymbolFrom<LayerOp>(layer, ref))
+    return layer.emitOpError() << "'" << name << "' names " << ref
+                               << ", which is not a layer of the module";
+  return success();
+}
+
+LogicalResult LayerOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  for (StringRef name : kLayerRefAttrNames)
+    if (Attribute attr = (*this)->getAttr(name))
+      if (failed(verifyLayerRef(*this, symbols, name, attr)))
+        return failure();
+  if (Attribute attr = (*this)->getAttr(kVariantsAttrName)) {
+    auto list = dyn_cast<ArrayAttr>(attr);
+    if (!list)
+      return emitOpError() << "'" << kVariantsAttrName << "' must be a list of layers, got "
+                           << attr;
+    for (Attribute variant : list)
+      if (failed(verifyLayerRef(*this, symbols, kVariantsAttrName, variant)))
+        return failure();
+  }
+  return success();
+}
+
 LogicalResult LayerOp::verifyRegions() {
   // Inputs and weights are the layer's arguments and share one namespace; outputs another.
   llvm::StringMap<Operation *> arguments, outputs;
@@ -199,8 +202,8 @@ LogicalResult LayerOp::verifyRegions() {
 }
 
 LogicalResult InputOp::verify() {
-  if (getName().empty())
-    return emitOpError("name must not be empty");
+  if (failed(verifyTensorName(*this, getName())))
+    return failure();
   // Users pass node or edge data; a backward layer's saved activations may be in any space
   // with rows per node, edge or unique pair.
   Space space = getResult().getType().getSpace();
@@ -215,8 +218,8 @@ void InputOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
 }
 
 LogicalResult WeightOp::verify() {
-  if (getName().empty())
-    return emitOpError("name must not be empty");
+  if (failed(verifyTensorName(*this, getName())))
+    return failure();
   return success();
 }
 
@@ -225,8 +228,8 @@ void WeightOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
 }
 
 LogicalResult OutputOp::verify() {
-  if (getName().empty())
-    return emitOpError("name must not be empty");
+  if (failed(verifyTensorName(*this, getName())))
+    return failure();
   return success();
 }
 
@@ -280,7 +283,7 @@ LogicalResult UniqueExpandOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult LinearOp::verify() {
-  FailureOr<ValueType> expected = linearType(*this, "input", getInput().getType(),
+  FailureOr<ValueType> expected = checkedLinearType(*this, "input", getInput().getType(),
                                              getWeight().getType(), getTransposed());
   if (failed(expected))
     return failure();
@@ -288,41 +291,14 @@ LogicalResult LinearOp::verify() {
 }
 
 /// The type of `hector.weight_matmul` of `lhs` and `rhs`, with errors on `op`.
-static FailureOr<WeightType> weightMatmulType(Operation *op, WeightType lhs, WeightType rhs) {
-  Slicing slicing = lhs.getSlicing();
-  if (rhs.getSlicing() != Slicing::None) {
-    if (slicing != Slicing::None && slicing != rhs.getSlicing())
-      return op->emitOpError() << "operands must not be sliced differently, got lhs "
-                               << stringifySlicing(slicing) << " and rhs "
-                               << stringifySlicing(rhs.getSlicing());
-    slicing = rhs.getSlicing();
-  }
-  RowShape a = lhs.getShape(), b = rhs.getShape();
-  if (a.rank() < 1 || b.rank() < 1)
-    return op->emitOpError() << "operands need at least one dimension, got lhs "
-                             << formatShape(a) << " and rhs " << formatShape(b);
-  if (a.dims.back() != b.dims.front())
-    return op->emitOpError() << "lhs last dimension " << a.dims.back()
-                             << " must equal rhs first dimension " << b.dims.front();
-  if (a.isHead(a.rank() - 1) || b.isHead(0))
-    return op->emitOpError() << "cannot contract a head dimension, got lhs " << formatShape(a)
-                             << " and rhs " << formatShape(b);
-  if (a.hasHeads() && b.hasHeads())
-    return op->emitOpError() << "at most one operand may have a head dimension, got lhs "
-                             << formatShape(a) << " and rhs " << formatShape(b);
-  OwnedShape shape;
-  shape.dims.assign(a.dims.begin(), a.dims.end() - 1);
-  shape.dims.append(b.dims.begin() + 1, b.dims.end());
-  if (a.hasHeads())
-    shape.headAxis = a.headAxis;
-  else if (b.hasHeads())
-    shape.headAxis = a.rank() - 1 + b.headAxis - 1;
-  return WeightType::get(op->getContext(), slicing, shape.view());
+static FailureOr<WeightType> checkedWeightMatmulType(Operation *op, WeightType lhs, WeightType rhs) {
+  std::string why;
+  return orError(op, hector::weightMatmulType(lhs, rhs, &why), why);
 }
 
 LogicalResult WeightMatmulOp::verify() {
   FailureOr<WeightType> expected =
-      weightMatmulType(*this, getLhs().getType(), getRhs().getType());
+      checkedWeightMatmulType(*this, getLhs().getType(), getRhs().getType());
   if (failed(expected))
     return failure();
   return checkResultType(*this, *expected, getResult().getType());
@@ -372,7 +348,7 @@ LogicalResult WeightGradOp::verify() {
   // grad must be what a linear of the input and a weight of the result type produces, except
   // that rows per edge may be in any of the per-edge spaces (src, dst, edge).
   FailureOr<ValueType> expected =
-      linearType(*this, "input", getInput().getType(), getResult().getType());
+      checkedLinearType(*this, "input", getInput().getType(), getResult().getType());
   if (failed(expected))
     return failure();
   ValueType grad = getGrad().getType();
@@ -618,8 +594,8 @@ LogicalResult NarrowOp::verify() {
 LogicalResult WeightMatmulGradOp::verify() {
   // The forward product of the result and `other`, in operand order, must have grad's type.
   WeightType result = getResult().getType(), other = getOther().getType();
-  FailureOr<WeightType> product = getRhs() ? weightMatmulType(*this, other, result)
-                                           : weightMatmulType(*this, result, other);
+  FailureOr<WeightType> product = getRhs() ? checkedWeightMatmulType(*this, other, result)
+                                           : checkedWeightMatmulType(*this, result, other);
   if (failed(product))
     return failure();
   return checkResultType(*this, *product, getGrad().getType(), "grad");
@@ -670,15 +646,18 @@ LogicalResult GemmOp::verify() {
       break;
     }
   }
-  FailureOr<Space> product = linearSpace(*this, "a", rows, b.getSlicing());
+  FailureOr<Space> product = checkedLinearSpace(*this, "a", rows, b.getSlicing());
   if (failed(product))
     return failure();
   FailureOr<OwnedShape> shape =
-      linearShape(*this, "a", a.getShape(), b.getShape(), getTransposeB());
+      checkedLinearShape(*this, "a", a.getShape(), b.getShape(), getTransposeB());
   if (failed(shape))
     return failure();
 
   ValueType result = getResult().getType();
+  if (getAcc() && getAcc().getType() != result)
+    return emitOpError() << "acc type " << getAcc().getType() << " must equal the result type "
+                         << result;
   auto expect = [&](Space space) {
     return checkResultType(*this, ValueType::get(getContext(), space, shape->view()), result);
   };
@@ -687,12 +666,27 @@ LogicalResult GemmOp::verify() {
   case GemmScatter::Store:
     return expect(*product);
   case GemmScatter::AccumulateDst:
-  case GemmScatter::AccumulateSrc:
+  case GemmScatter::AccumulateSrc: {
+    // Rows of unique pairs go into their node: the pair's end of the same name.
+    Space pairs = getScatter() == GemmScatter::AccumulateDst ? Space::UniqueDst : Space::UniqueSrc;
+    if (*product == Space::UniqueSrc || *product == Space::UniqueDst) {
+      if (*product != pairs)
+        return emitOpError() << "scatter " << stringifyGemmScatter(getScatter())
+                             << " sums rows of " << stringifySpace(pairs) << " pairs, got "
+                             << stringifySpace(*product) << " rows";
+      if (getSegment() != Slicing::Relation)
+        return emitOpError() << "scatter " << stringifyGemmScatter(getScatter())
+                             << " of unique pairs needs segment relation (a node has one pair "
+                                "per relation), got segment "
+                             << stringifySlicing(getSegment());
+      return expect(Space::Node);
+    }
     if (!perEdge)
       return emitOpError() << "scatter " << stringifyGemmScatter(getScatter())
-                           << " needs one row per edge, got " << stringifySpace(*product)
-                           << " rows";
+                           << " needs one row per edge or per unique pair, got "
+                           << stringifySpace(*product) << " rows";
     return expect(Space::Node);
+  }
   case GemmScatter::AccumulateUnique:
     if (!perEdge)
       return emitOpError() << "scatter accumulate_unique needs one row per edge, got "
@@ -794,12 +788,17 @@ ParseResult TraversalOp::parse(OpAsmParser &parser, OperationState &result) {
   if (types.getNumInputs() != inputs.size())
     return parser.emitError(typesLoc)
            << "expected " << inputs.size() << " input types, got " << types.getNumInputs();
-  if (parser.resolveOperands(inputs, types.getInputs(), typesLoc, result.operands))
-    return failure();
   result.addTypes(types.getResults());
   for (auto [arg, type] : llvm::zip(args, types.getInputs()))
     arg.type = type;
-  return parser.parseRegion(*result.addRegion(), args);
+  // The region first, the operands after: an operand resolved earlier as a forward reference
+  // would be satisfied by a value the region defines under the same name, which replaces the
+  // reference's uses but not the operand list being built, leaving it dangling (found by
+  // fuzzing: a segfault creating the op). Resolved after the region's names are gone, such an
+  // operand is an ordinary forward reference, an error if nothing outside defines it.
+  if (parser.parseRegion(*result.addRegion(), args))
+    return failure();
+  return parser.resolveOperands(inputs, types.getInputs(), typesLoc, result.operands);
 }
 
 void TraversalOp::print(OpAsmPrinter &printer) {

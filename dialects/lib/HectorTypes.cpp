@@ -95,6 +95,162 @@ Space hector::sliceSpace(Slicing slicing) {
   llvm_unreachable("unknown slicing");
 }
 
+namespace {
+/// Writes the reason a type rule does not apply into `*why` (when given); returns nullopt.
+struct Why {
+  std::string *why;
+  std::string text;
+  llvm::raw_string_ostream os{text};
+  explicit Why(std::string *why) : why(why) {}
+  ~Why() {
+    if (why)
+      *why = os.str();
+  }
+};
+} // namespace
+
+std::optional<Space> hector::linearSpace(Space space, Slicing slicing, StringRef operand,
+                                         std::string *why) {
+  switch (slicing) {
+  case Slicing::Relation:
+    if (!isEdgeIndexed(space)) {
+      Why(why).os << operand
+                  << " must be indexed by edges (src, dst, edge, unique_*) when the weight is "
+                     "relation-sliced, got "
+                  << stringifySpace(space);
+      return std::nullopt;
+    }
+    if (space == Space::UniqueSrc || space == Space::UniqueDst)
+      return space;
+    return Space::Edge;
+  case Slicing::NType:
+    if (space != Space::Node) {
+      Why(why).os << operand
+                  << " must be indexed by nodes (node) when the weight is ntype-sliced, got "
+                  << stringifySpace(space);
+      return std::nullopt;
+    }
+    return Space::Node;
+  case Slicing::None:
+    return space;
+  }
+  llvm_unreachable("unknown slicing");
+}
+
+std::optional<OwnedShape> hector::linearShape(RowShape x, RowShape w, bool transposed,
+                                              StringRef operand, std::string *why) {
+  auto fail = [&](auto &&...reason) -> std::optional<OwnedShape> {
+    Why out(why);
+    out.os << operand << " row " << formatShape(x) << " does not match the weight "
+           << formatShape(w) << ": ";
+    (out.os << ... << reason);
+    return std::nullopt;
+  };
+  OwnedShape result;
+  if (w.headAxis == 0) {
+    // Per head: W is [Hh, k, m...].
+    if (w.rank() < 2)
+      return fail("a per-head weight needs [Hh, k, ...]");
+    if (!transposed) {
+      if (x.rank() != 2 || !x.hasHeads() || x.dims[0] != w.dims[0] || x.dims[1] != w.dims[1])
+        return fail("expected [", w.dims[0], "h, ", w.dims[1], "]");
+      result.dims.push_back(w.dims[0]);
+      result.dims.append(w.dims.begin() + 2, w.dims.end());
+      result.headAxis = 0;
+      return result;
+    }
+    OwnedShape expected;
+    expected.dims.push_back(w.dims[0]);
+    expected.dims.append(w.dims.begin() + 2, w.dims.end());
+    expected.headAxis = 0;
+    if (x != expected.view())
+      return fail("expected ", formatShape(expected.view()));
+    result.dims = {w.dims[0], w.dims[1]};
+    result.headAxis = 0;
+    return result;
+  }
+  if (w.rank() < 1)
+    return fail("the weight needs at least one dimension");
+  OwnedShape rest;
+  rest.dims.assign(w.dims.begin() + 1, w.dims.end());
+  rest.headAxis = w.hasHeads() ? w.headAxis - 1 : -1;
+  if (rest.headAxis > 0) {
+    Why(why).os << "the weight's head dimension must follow the contracted dimension directly, "
+                   "got "
+                << formatShape(w);
+    return std::nullopt;
+  }
+  if (!transposed) {
+    if (x.rank() != 1 || x.hasHeads() || x.dims[0] != w.dims[0])
+      return fail("expected [", w.dims[0], "]");
+    return rest;
+  }
+  if (x != rest.view())
+    return fail("expected ", formatShape(rest.view()));
+  result.dims = {w.dims[0]};
+  return result;
+}
+
+std::optional<Slicing> hector::productSlicing(Slicing a, Slicing b) {
+  if (b == Slicing::None)
+    return a;
+  if (a != Slicing::None && a != b)
+    return std::nullopt;
+  return b;
+}
+
+std::optional<ValueType> hector::linearType(ValueType x, WeightType w, bool transposed,
+                                            StringRef operand, std::string *why) {
+  std::optional<Space> space = linearSpace(x.getSpace(), w.getSlicing(), operand, why);
+  if (!space)
+    return std::nullopt;
+  std::optional<OwnedShape> shape =
+      linearShape(x.getShape(), w.getShape(), transposed, operand, why);
+  if (!shape)
+    return std::nullopt;
+  return ValueType::get(x.getContext(), *space, shape->view());
+}
+
+std::optional<WeightType> hector::weightMatmulType(WeightType lhs, WeightType rhs,
+                                                   std::string *why) {
+  std::optional<Slicing> slicing = productSlicing(lhs.getSlicing(), rhs.getSlicing());
+  if (!slicing) {
+    Why(why).os << "operands must not be sliced differently, got lhs "
+                << stringifySlicing(lhs.getSlicing()) << " and rhs "
+                << stringifySlicing(rhs.getSlicing());
+    return std::nullopt;
+  }
+  RowShape a = lhs.getShape(), b = rhs.getShape();
+  if (a.rank() < 1 || b.rank() < 1) {
+    Why(why).os << "operands need at least one dimension, got lhs " << formatShape(a)
+                << " and rhs " << formatShape(b);
+    return std::nullopt;
+  }
+  if (a.dims.back() != b.dims.front()) {
+    Why(why).os << "lhs last dimension " << a.dims.back() << " must equal rhs first dimension "
+                << b.dims.front();
+    return std::nullopt;
+  }
+  if (a.isHead(a.rank() - 1) || b.isHead(0)) {
+    Why(why).os << "cannot contract a head dimension, got lhs " << formatShape(a) << " and rhs "
+                << formatShape(b);
+    return std::nullopt;
+  }
+  if (a.hasHeads() && b.hasHeads()) {
+    Why(why).os << "at most one operand may have a head dimension, got lhs " << formatShape(a)
+                << " and rhs " << formatShape(b);
+    return std::nullopt;
+  }
+  OwnedShape shape;
+  shape.dims.assign(a.dims.begin(), a.dims.end() - 1);
+  shape.dims.append(b.dims.begin() + 1, b.dims.end());
+  if (a.hasHeads())
+    shape.headAxis = a.headAxis;
+  else if (b.hasHeads())
+    shape.headAxis = a.rank() - 1 + b.headAxis - 1;
+  return WeightType::get(lhs.getContext(), *slicing, shape.view());
+}
+
 //===----------------------------------------------------------------------===//
 // Type syntax: `<KEYWORD, [d, d, ...]>` where one d may carry the head suffix `h`.
 //===----------------------------------------------------------------------===//

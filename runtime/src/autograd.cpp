@@ -103,6 +103,7 @@ class LayerFunction : public torch::autograd::Function<LayerFunction> {
 public:
   static variable_list forward(AutogradContext *ctx, Call call, at::TensorList inputs,
                                at::TensorList weights) {
+    DeferStoreWarnings defer; // No Python warning handler in an operator call.
     const LayerManifest &layer = *call.layer;
     const LayerManifest &bwd = manifestOf(layer.backward);
     std::vector<at::Tensor> all = callForward(layer.ns, *call.graph, inputs.vec(), weights.vec());
@@ -144,6 +145,7 @@ public:
   }
 
   static variable_list backward(AutogradContext *ctx, variable_list gradOutputs) {
+    DeferStoreWarnings defer;
     const LayerManifest &layer = manifestOf(ctx->saved_data["layer"].toStringRef());
     TORCH_CHECK(!at::GradMode::is_enabled(), layer.layer,
                 ": double backward (backward with create_graph=True) through a compiled Hector "

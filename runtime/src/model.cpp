@@ -8,6 +8,7 @@
 #include "hector/model.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <torch/library.h>
 #include <c10/util/Exception.h>
 
 #include <dlfcn.h>
@@ -160,7 +161,7 @@ private:
       return Json{nullptr};
     size_t end = pos;
     while (end < s.size() && (std::isdigit(static_cast<unsigned char>(s[end])) ||
-                              std::strchr("+-.eE", s[end])))
+                              (s[end] != '\0' && std::strchr("+-.eE", s[end]))))
       ++end;
     if (end == pos)
       fail("unexpected character");
@@ -190,9 +191,11 @@ private:
       case 'b': out.push_back('\b'); break;
       case 'f': out.push_back('\f'); break;
       case 'u': {
-        if (pos + 4 > s.size())
+        if (pos + 4 > s.size() ||
+            !std::all_of(s.begin() + pos, s.begin() + pos + 4,
+                         [](char h) { return std::isxdigit(static_cast<unsigned char>(h)); }))
           fail("bad \\u escape");
-        unsigned code = std::stoul(s.substr(pos, 4), nullptr, 16);
+        unsigned code = static_cast<unsigned>(std::stoul(s.substr(pos, 4), nullptr, 16));
         pos += 4;
         if (code < 0x80) {
           out.push_back(static_cast<char>(code));
@@ -216,6 +219,15 @@ private:
   }
 };
 
+/// A whole number of the manifest (a dimension, an axis): finite, integral and within
+/// +-2^53, so that the conversion is exact (a cast of another double is undefined behaviour).
+int64_t integer(const Json &value, const char *what) {
+  const double v = value.num();
+  if (!std::isfinite(v) || v != std::floor(v) || std::fabs(v) > 9007199254740992.0)
+    throw std::runtime_error(std::string("hector manifest: ") + what + " is not an integer");
+  return static_cast<int64_t>(v);
+}
+
 std::vector<TensorDecl> decls(const Json &list, const char *kindKey) {
   std::vector<TensorDecl> out;
   for (const Json &item : list.array()) {
@@ -223,8 +235,8 @@ std::vector<TensorDecl> decls(const Json &list, const char *kindKey) {
     d.name = item.at("name").str();
     d.kind = item.at(kindKey).str();
     for (const Json &dim : item.at("dims").array())
-      d.dims.push_back(static_cast<int64_t>(dim.num()));
-    d.headAxis = static_cast<int64_t>(item.at("head_axis").num());
+      d.dims.push_back(integer(dim, "a dimension"));
+    d.headAxis = integer(item.at("head_axis"), "head_axis");
     if (item.has("init"))
       d.init = item.at("init").str();
     d.saved = item.has("saved") && item.at("saved").boolean();
@@ -235,11 +247,13 @@ std::vector<TensorDecl> decls(const Json &list, const char *kindKey) {
   return out;
 }
 
+} // namespace
+
 LayerManifest parseManifest(const std::string &ns, const std::string &json) {
   Json m = JsonReader(json).document();
   if (m.at("format").num() != 3)
     throw std::runtime_error("hector manifest of " + ns + ": format " +
-                             std::to_string(static_cast<int>(m.at("format").num())) +
+                             std::to_string(m.at("format").num()) +
                              " is not this runtime's (3); rebuild the library with this hectorc");
   LayerManifest out;
   out.layer = m.at("layer").str();
@@ -301,6 +315,8 @@ LayerManifest parseManifest(const std::string &ns, const std::string &json) {
   out.json = json;
   return out;
 }
+
+namespace {
 
 /// The operator namespaces that hold a `manifest` operator of a compiled layer.
 std::set<std::string> layerNamespaces() {
@@ -377,6 +393,8 @@ std::vector<LayerManifest> loadLibrary(const std::string &path) {
   if (auto it = loaded.find(key); it != loaded.end())
     return it->second;
 
+  if (std::string problem = checkLibraryFile(key); !problem.empty())
+    throw std::runtime_error("hector::loadLibrary: " + problem);
   std::set<std::string> before = layerNamespaces();
   void *handle = dlopen(key.c_str(), RTLD_NOW | RTLD_GLOBAL);
   if (!handle) {
@@ -475,3 +493,9 @@ std::vector<at::Tensor> CompiledLayer::forward(const Graph &graph,
 }
 
 } // namespace hector
+
+// hector.load (Python) checks the file with the same code before torch.ops.load_library.
+TORCH_LIBRARY_FRAGMENT(hector, m) {
+  m.def("check_library(str path) -> str",
+        [](const std::string &path) { return hector::checkLibraryFile(path); });
+}

@@ -57,6 +57,8 @@ hector.layer @clash {
 // expected-note @+1 {{defined here}}
 hector.layer @clash_backward attributes {hector.forward = @other} {
 }
+hector.layer @other attributes {hector.backward = @clash_backward} {
+}
 
 // -----
 

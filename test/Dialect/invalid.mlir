@@ -549,9 +549,30 @@ hector.layer @l {
 hector.layer @l {
   %h = hector.input "h" : !hector.value<node, [64]>
   %W = hector.weight "W" glorot : !hector.weight<relation, [64, 16]>
-  // expected-error @+1 {{'hector.gemm' op scatter accumulate_dst needs one row per edge, got unique_src rows}}
+  // expected-error @+1 {{'hector.gemm' op scatter accumulate_dst sums rows of unique_dst pairs, got unique_src rows}}
   %0 = hector.gemm %h, %W segment relation gather unique_src scatter accumulate_dst
          : !hector.value<node, [64]>, !hector.weight<relation, [64, 16]> -> !hector.value<node, [16]>
+}
+
+// -----
+
+hector.layer @l {
+  %h = hector.input "h" : !hector.value<node, [64]>
+  %W = hector.weight "W" glorot : !hector.weight<none, [64, 16]>
+  // expected-error @+1 {{'hector.gemm' op scatter accumulate_src of unique pairs needs segment relation (a node has one pair per relation), got segment none}}
+  %0 = hector.gemm %h, %W segment none gather unique_src scatter accumulate_src
+         : !hector.value<node, [64]>, !hector.weight<none, [64, 16]> -> !hector.value<node, [16]>
+}
+
+// -----
+
+hector.layer @l {
+  %h = hector.input "h" : !hector.value<node, [64]>
+  %a = hector.input "a" : !hector.value<node, [8]>
+  %W = hector.weight "W" glorot : !hector.weight<none, [64, 16]>
+  // expected-error @+1 {{'hector.gemm' op acc type '!hector.value<node, [8]>' must equal the result type '!hector.value<node, [16]>'}}
+  %0 = hector.gemm %h, %W segment none gather none scatter store plus %a : !hector.value<node, [8]>
+         : !hector.value<node, [64]>, !hector.weight<none, [64, 16]> -> !hector.value<node, [16]>
 }
 
 // -----
@@ -962,4 +983,41 @@ hector.layer @l {
     %c = hector.add %a, %b : !hector.value<node, [4]>, !hector.value<node, [4]> -> !hector.value<node, [4]>
     hector.yield %c : !hector.value<node, [4]>
   }
+}
+
+// -----
+
+// The layer relations (hector/Dialect/LayerRelations.h) must name layers of the module.
+// expected-error @+1 {{'hector.layer' op 'hector.backward' names @missing, which is not a layer of the module}}
+hector.layer @l attributes {hector.backward = @missing} {
+}
+
+// -----
+
+// expected-error @+1 {{'hector.layer' op 'hector.forward' must name a layer (@NAME), got "l"}}
+hector.layer @l_backward attributes {hector.forward = "l"} {
+}
+
+// -----
+
+module {
+  module @f {
+  }
+  // expected-error @+1 {{'hector.layer' op 'hector.inference_of' names @f, which is not a layer of the module}}
+  hector.layer @l attributes {hector.inference_of = @f} {
+  }
+}
+
+// -----
+
+hector.layer @l__reorder attributes {hector.variant_of = @l} {
+}
+// expected-error @+1 {{'hector.layer' op 'hector.variants' names @l__compact, which is not a layer of the module}}
+hector.layer @l attributes {hector.variants = [@l__reorder, @l__compact]} {
+}
+
+// -----
+
+// expected-error @+1 {{'hector.layer' op 'hector.variants' must be a list of layers, got @l}}
+hector.layer @l attributes {hector.variants = @l} {
 }

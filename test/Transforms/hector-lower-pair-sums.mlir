@@ -16,8 +16,11 @@
 // CHECK-NEXT:   hector.reduce %[[E]] : !hector.value<edge, [8]> -> !hector.value<unique_dst, [8]>
 // CHECK-NEXT:   hector.yield
 // CHECK:      hector.traversal edge (%{{arg[0-9]+}} = %[[S]]#0, %{{arg[0-9]+}} = %[[S]]#1)
-// CHECK:      hector.gemm
-// CHECK:      hector.reduce %{{[0-9]+}} : !hector.value<unique_dst, [8]> -> !hector.value<node, [8]>
+// The per-relation products are summed into their nodes by the GEMM itself (accumulate_dst):
+// the [U_dst, 8] products are never stored.
+// CHECK:      hector.gemm %{{[0-9]+}}, %W segment relation gather none scatter accumulate_dst : !hector.value<unique_dst, [8]>, !hector.weight<relation, [8, 8]> -> !hector.value<node, [8]>
+// CHECK-NOT:  hector.reduce
+// CHECK:      hector.output
 // CPP-LABEL: // two_sums_k0_pair_traversal_r2
 // CPP:       const std::int64_t e = ce.edge, v = ce.node, rel = etype[e], src = ce.nbr, dst = ce.csrNode;
 // CPP:       ::hector::emit::cpu::pairTraversal(g.inCsr(), g.sortedEtype, g.uniqueDstInv, f);

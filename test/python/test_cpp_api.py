@@ -42,9 +42,20 @@ def test_cpp_program_runs_a_compiled_layer(compiled_library, program):
         assert f"variant {variant}: max |compiled - reference| = " in run.stdout
 
 
-def test_cpp_program_reports_a_bad_library(program, tmp_path):
-    (tmp_path / "junk.so").write_bytes(b"not a library")
-    run = subprocess.run([str(program), str(tmp_path / "junk.so")], capture_output=True,
-                         text=True)
-    assert run.returncode == 1
-    assert "cannot load" in run.stderr and "junk.so" in run.stderr
+def test_cpp_program_reports_a_bad_library(program, compiled_library, tmp_path):
+    """hector::loadLibrary checks the file before dlopen: an exception, never a fault in the
+    loader (a truncated library made dlopen raise SIGBUS)."""
+    good = pathlib.Path(compiled_library("rgcn", "in=5", "out=3")).read_bytes()
+    cases = {"junk.so": (b"not a library\n" * 8, "not an ELF file"),
+             "empty.so": (b"", "the file is empty"),
+             "cut.so": (good[:len(good) // 2], "is truncated or damaged"),
+             "cut1.so": (good[:-1], "is truncated or damaged"),
+             "abi9.so": (good.replace(b"hectorc library abi 3\0", b"hectorc library abi 9\0"),
+                         "library ABI 9")}
+    for name, (data, message) in cases.items():
+        (tmp_path / name).write_bytes(data)
+        run = subprocess.run([str(program), str(tmp_path / name)], capture_output=True,
+                             text=True)
+        assert run.returncode == 1, (name, run.returncode, run.stderr)
+        assert "hector::loadLibrary" in run.stderr and name in run.stderr, run.stderr
+        assert message in run.stderr, (name, run.stderr)

@@ -408,7 +408,7 @@ def test_loader_on_cuda_zero_copy_side_stream():
 @pytest.mark.parametrize("kwargs, exc, message", [
     (dict(features=torch.randn(5, 8)), ValueError,
      "the feature table has 5 rows but the graph has 80 nodes"),
-    (dict(features=[1.0]), TypeError, "features must be a hector.PinnedTable or a tensor"),
+    (dict(features=[1.0]), TypeError, "features must be a hector.PinnedTable, a hector.FeatureStore or a tensor"),
     (dict(labels=torch.zeros(3)), ValueError, "3 labels for 30 nodes"),
     (dict(prefetch=-1), ValueError, "prefetch must be a non-negative int"),
     (dict(nodes=torch.tensor([80])), ValueError, "nodes[0] = 80 is out of range [0, 80)"),

@@ -53,8 +53,13 @@ void checkGemm(const std::vector<I64> &sizes, I64 K, I64 N, I64 heads, bool gath
   const std::vector<I64> off = offsetsFromSizes(sizes);
   const I64 S = static_cast<I64>(sizes.size()), rows = off.back();
   const I64 aRows = gather ? 7 : rows; // few distinct rows: many duplicates
-  const I64 outRows = scatterIsIndexed(Mode) ? (Mode == Scatter::kStoreIndex ? rows + 3 : 5)
-                                             : rows;
+  I64 largest = 0; // of the segments
+  for (I64 size : sizes)
+    largest = std::max(largest, size);
+  const I64 outRows = !scatterIsIndexed(Mode)                      ? rows
+                      : Mode == Scatter::kStoreIndex               ? rows + 3
+                      : Mode == Scatter::kAccumulateIndexPerSegment ? largest + 2
+                                                                   : 5;
   auto A = randomVector<T>(std::max<I64>(1, aRows) * heads * K, rng);
   auto B = randomVector<T>(std::max<I64>(1, S) * heads * K * N, rng);
   auto C = randomVector<T>(outRows * heads * N, rng);
@@ -65,6 +70,17 @@ void checkGemm(const std::vector<I64> &sizes, I64 K, I64 N, I64 heads, bool gath
     sidx.resize(rows);
     std::iota(sidx.begin(), sidx.end(), 0);
     std::shuffle(sidx.begin(), sidx.end(), rng);
+  } else if (Mode == Scatter::kAccumulateIndexPerSegment) {
+    // Injective within each segment (a node's pairs of one relation), shared across them:
+    // every segment's rows go to distinct rows of a shuffled [0, outRows) prefix.
+    sidx.resize(rows);
+    std::vector<I64> perm(static_cast<std::size_t>(outRows));
+    for (I64 s = 0; s < S; ++s) {
+      std::iota(perm.begin(), perm.end(), 0);
+      std::shuffle(perm.begin(), perm.end(), rng);
+      for (I64 r = off[s]; r < off[s + 1]; ++r)
+        sidx[r] = perm[r - off[s]];
+    }
   } else {
     sidx = randomIndex(rows, outRows, rng);
   }
@@ -131,9 +147,13 @@ TEMPLATE_TEST_CASE("segmented GEMM: every scatter mode and layout", "[cpu][gemm]
   SECTION("accumulate into index") {
     sweepGemm<T, BOp::kIdentity, Scatter::kAccumulateIndex>();
   }
+  SECTION("accumulate into an index injective per segment") {
+    sweepGemm<T, BOp::kIdentity, Scatter::kAccumulateIndexPerSegment>();
+  }
   SECTION("transposed B") {
     sweepGemm<T, BOp::kTranspose, Scatter::kStore>();
     sweepGemm<T, BOp::kTranspose, Scatter::kAccumulateIndex>();
+    sweepGemm<T, BOp::kTranspose, Scatter::kAccumulateIndexPerSegment>();
   }
 }
 

@@ -86,9 +86,13 @@ void checkGemm(const std::vector<I64> &sizes, I64 K, I64 N, I64 heads, std::mt19
   const auto off = offsetsFromSizes(sizes);
   const I64 S = static_cast<I64>(sizes.size()), rows = off.back();
   const I64 aRows = 97, width = heads * N;
-  const I64 outRows = Mode == Scatter::kStoreIndex ? rows + 5
-                      : scatterIsIndexed(Mode)     ? 13
-                                                   : rows;
+  I64 largest = 0; // of the segments
+  for (I64 size : sizes)
+    largest = std::max(largest, size);
+  const I64 outRows = Mode == Scatter::kStoreIndex                 ? rows + 5
+                      : Mode == Scatter::kAccumulateIndexPerSegment ? largest + 3
+                      : scatterIsIndexed(Mode)                     ? 13
+                                                                   : rows;
   auto A = randomVector<T>(aRows * heads * K, rng);
   auto B = randomVector<T>(S * heads * K * N, rng);
   auto C = randomVector<T>(outRows * width, rng);
@@ -98,6 +102,15 @@ void checkGemm(const std::vector<I64> &sizes, I64 K, I64 N, I64 heads, std::mt19
     sidx.resize(rows);
     std::iota(sidx.begin(), sidx.end(), 0);
     std::shuffle(sidx.begin(), sidx.end(), rng);
+  } else if (Mode == Scatter::kAccumulateIndexPerSegment) { // injective per segment
+    sidx.resize(rows);
+    std::vector<I64> perm(static_cast<std::size_t>(outRows));
+    for (I64 s = 0; s < S; ++s) {
+      std::iota(perm.begin(), perm.end(), 0);
+      std::shuffle(perm.begin(), perm.end(), rng);
+      for (I64 r = off[s]; r < off[s + 1]; ++r)
+        sidx[r] = perm[r - off[s]];
+    }
   } else {
     sidx = randomIndex(rows, outRows, rng);
   }
@@ -146,7 +159,8 @@ void checkGemm(const std::vector<I64> &sizes, I64 K, I64 N, I64 heads, std::mt19
                 static_cast<long long>(heads));
   report(name, maxRelError(got, want), tolerance<T>() * (1 + rows / 64.0));
 
-  if (Mode == Scatter::kAccumulateIndex) { // bitwise reproducible
+  if (Mode == Scatter::kAccumulateIndex ||
+      Mode == Scatter::kAccumulateIndexPerSegment) { // bitwise reproducible
     DeviceBuffer<T> dC2(C);
     d.C = dC2.ptr;
     checkCuda(gpu::launchSegmentedGemm<T, Op, Mode, Tile>(d, ws.ptr, bytes, nullptr), "gemm");
@@ -168,6 +182,8 @@ template <typename T, BOp Op, typename Tile> void gemmModes(std::mt19937_64 &rng
   checkGemm<T, Op, Scatter::kStoreIndex, Tile>(sizes, 33, 40, 2, rng, tn);
   checkGemm<T, Op, Scatter::kAccumulateIndex, Tile>(sizes, 33, 40, 3, rng, tn);
   checkGemm<T, Op, Scatter::kAtomicAccumulateIndex, Tile>(sizes, 33, 40, 1, rng, tn);
+  checkGemm<T, Op, Scatter::kAccumulateIndexPerSegment, Tile>(sizes, 65, 64, 1, rng, tn);
+  checkGemm<T, Op, Scatter::kAccumulateIndexPerSegment, Tile>(sizes, 33, 40, 2, rng, tn);
 }
 
 template <typename T> void checkScatterCsr(std::mt19937_64 &rng) {

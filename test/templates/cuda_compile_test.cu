@@ -27,6 +27,7 @@ template <typename T, BOp Op, typename Tile, typename Index> void gemmModes(cuda
   launchSegmentedGemm<T, Op, Scatter::kStoreIndex, Tile>(p, nullptr, 0, s);
   launchSegmentedGemm<T, Op, Scatter::kAccumulateIndex, Tile>(p, nullptr, 0, s);
   launchSegmentedGemm<T, Op, Scatter::kAtomicAccumulateIndex, Tile>(p, nullptr, 0, s);
+  launchSegmentedGemm<T, Op, Scatter::kAccumulateIndexPerSegment, Tile>(p, nullptr, 0, s);
   WeightGradProblem<T, Index> w;
   launchSegmentedWeightGrad<T, Op, Assign::kStore>(w, 256, nullptr, 0, s);
   launchSegmentedWeightGrad<T, Op, Assign::kAdd>(w, 256, nullptr, 0, s);

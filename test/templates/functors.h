@@ -8,7 +8,7 @@
 #ifndef HECTOR_TEST_TEMPLATES_FUNCTORS_H
 #define HECTOR_TEST_TEMPLATES_FUNCTORS_H
 
-#include "hector/common.h"
+#include "hector/kernel_common.h"
 #include "hector/emit/graph_view.h"
 
 #include <cstdint>

@@ -8,7 +8,7 @@
 #ifndef HECTOR_TEST_TEMPLATES_TEST_UTIL_H
 #define HECTOR_TEST_TEMPLATES_TEST_UTIL_H
 
-#include "hector/common.h"
+#include "hector/kernel_common.h"
 
 #include <algorithm>
 #include <cmath>

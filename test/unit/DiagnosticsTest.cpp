@@ -104,3 +104,41 @@ TEST_CASE("diagnostics: errors are sorted by position", "[diagnostics]") {
   CHECK(r.errors() == std::vector<std::string>{"3:12: error: unknown name 'nope'",
                                                "9:12: error: unknown function 'frob'"});
 }
+
+TEST_CASE("diagnostics: long lines are cut around the column", "[diagnostics]") {
+  // A 100,000-byte line: the snippet shows 160 bytes around the column, the cuts marked.
+  std::string line(50000, 'a');
+  line += "BAD";
+  line += std::string(50000, 'b');
+  std::string out = printOne(line + "\n", 1, 50001);
+  std::istringstream lines(out);
+  std::string header, shown, caret;
+  std::getline(lines, header);
+  std::getline(lines, shown);
+  std::getline(lines, caret);
+  CHECK(header == "f.hector:1:50001: error: m");
+  CHECK(shown.size() == 3 + 160 + 3);
+  CHECK(shown.substr(0, 3) == "...");
+  CHECK(shown.substr(shown.size() - 3) == "...");
+  // The caret sits under the 'B' of BAD.
+  size_t at = caret.find('^');
+  REQUIRE(at != std::string::npos);
+  CHECK(shown.substr(at, 3) == "BAD");
+  CHECK(caret.find_first_not_of(' ') == at);
+  // 50 errors on such a line print a few kilobytes, not 50 copies of the line.
+  DiagnosticEngine diags;
+  for (unsigned i = 0; i < 50; ++i)
+    diags.error(SourceLoc{"f.hector", 1, 1 + i * 2000}, "m");
+  std::ostringstream os;
+  diags.print(os, line);
+  CHECK(os.str().size() < 50 * 400);
+}
+
+TEST_CASE("diagnostics: a cut never splits a UTF-8 character", "[diagnostics]") {
+  std::string line;
+  for (int i = 0; i < 400; ++i)
+    line += "\xC3\xA9"; // é, two bytes each
+  std::string out = printOne(line, 1, 401);
+  CHECK(out.find('?') == std::string::npos); // no sequence was cut into invalid bytes
+  CHECK(out.find("...") != std::string::npos);
+}

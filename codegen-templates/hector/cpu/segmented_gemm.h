@@ -12,7 +12,7 @@
 #ifndef HECTOR_TEMPLATES_CPU_SEGMENTED_GEMM_H
 #define HECTOR_TEMPLATES_CPU_SEGMENTED_GEMM_H
 
-#include "hector/common.h"
+#include "hector/kernel_common.h"
 #include "hector/cpu/parallel.h"
 
 #include <algorithm>
@@ -328,6 +328,9 @@ void buildScatterCsr(const Index *idx, std::int64_t rowBegin, std::int64_t rowEn
 /// scatter; `Scatter::kAtomicAccumulateIndex` is treated as the deterministic
 /// `kAccumulateIndex` on the CPU.
 ///
+/// `kAccumulateIndexPerSegment` adds each segment's rows straight into C, one
+/// segment after another (the index is injective within a segment).
+///
 /// `kAccumulateIndex` computes the row-aligned results into a workspace, then
 /// every output row (owned by one thread) adds its rows in increasing row
 /// order through the inverse index (`scatterPtr`/`scatterRows`, built here
@@ -355,6 +358,24 @@ void segmentedGemm(const GemmProblem<T, Index> &p) {
               c[n] = acc[n];
           }
         });
+  } else if constexpr (Mode == Scatter::kAccumulateIndexPerSegment) {
+    // One segment at a time: within it no two rows share an output row.
+    for (std::int64_t s = 0; s < p.numSegments; ++s) {
+      GemmProblem<T, Index> q = p;
+      q.numSegments = 1;
+      q.segOffsets = p.segOffsets + s;
+      q.B = p.B + s * p.strideB;
+      detail::gemmTiles<T, Op, Tile>(
+          q, [&](std::int64_t row, std::int64_t head, std::int64_t n0, std::int64_t nw,
+                 const T *HECTOR_RESTRICT acc) {
+            const std::int64_t phys = p.rows ? static_cast<std::int64_t>(p.rows[row]) : row;
+            T *HECTOR_RESTRICT c =
+                p.C + static_cast<std::int64_t>(p.scatter[phys]) * p.ldc + head * p.N + n0;
+#pragma omp simd
+            for (std::int64_t n = 0; n < nw; ++n)
+              c[n] += acc[n];
+          });
+    }
   } else {
     static_assert(Mode == Scatter::kAccumulateIndex || Mode == Scatter::kAtomicAccumulateIndex);
     if (p.numSegments == 0)

@@ -12,7 +12,7 @@
 #ifndef HECTOR_TEMPLATES_CPU_TRAVERSAL_H
 #define HECTOR_TEMPLATES_CPU_TRAVERSAL_H
 
-#include "hector/common.h"
+#include "hector/kernel_common.h"
 
 #include <algorithm>
 #include <cmath>

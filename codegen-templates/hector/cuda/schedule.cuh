@@ -11,7 +11,7 @@
 #ifndef HECTOR_TEMPLATES_CUDA_SCHEDULE_CUH
 #define HECTOR_TEMPLATES_CUDA_SCHEDULE_CUH
 
-#include "hector/common.h"
+#include "hector/kernel_common.h"
 
 #include <cuda_runtime.h>
 

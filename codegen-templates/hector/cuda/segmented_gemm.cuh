@@ -16,7 +16,7 @@
 #ifndef HECTOR_TEMPLATES_CUDA_SEGMENTED_GEMM_CUH
 #define HECTOR_TEMPLATES_CUDA_SEGMENTED_GEMM_CUH
 
-#include "hector/common.h"
+#include "hector/kernel_common.h"
 #include "hector/cuda/schedule.cuh"
 
 #include <cub/device/device_radix_sort.cuh>
@@ -124,20 +124,24 @@ template <typename T, typename Tile, MathPath Path> struct TileMath {
 
 /// Grid: x = row tiles (upper bound), y = column tiles, z = heads. `work` is
 /// the row-aligned buffer of `Scatter::kAccumulateIndex` (else unused).
+/// `onlySegment` >= 0 restricts the launch to that segment's tiles (x then
+/// counts from its first tile).
 template <typename T, BOp Op, Scatter Mode, typename Tile, MathPath Path, typename Index>
 __global__ void __launch_bounds__(Tile::kThreads)
     segmentedGemmKernel(GemmProblem<T, Index> p, const std::int64_t *__restrict__ tileStart,
-                        T *__restrict__ work) {
+                        T *__restrict__ work, std::int64_t onlySegment) {
   constexpr int BM = Tile::BM, BN = Tile::BN, BK = Tile::BK, NT = Tile::kThreads;
   using Math = TileMath<T, Tile, Path>;
   __shared__ SmemTiles<T, Tile> smem;
   __shared__ std::int64_t aOffset[BM]; // element offset of each tile row in A, -1 if none
   __shared__ std::int64_t cRow[BM];    // output row of each tile row
 
-  const std::int64_t tile = blockIdx.x;
-  if (tile >= tileStart[p.numSegments])
+  const std::int64_t tile =
+      onlySegment >= 0 ? tileStart[onlySegment] + blockIdx.x : static_cast<std::int64_t>(blockIdx.x);
+  if (tile >= tileStart[onlySegment >= 0 ? onlySegment + 1 : p.numSegments])
     return;
-  const std::int64_t seg = findSegment(tileStart, p.numSegments, tile);
+  const std::int64_t seg =
+      onlySegment >= 0 ? onlySegment : findSegment(tileStart, p.numSegments, tile);
   const std::int64_t rowBegin = p.segOffsets[seg] + (tile - tileStart[seg]) * BM;
   const std::int64_t rowEnd = p.segOffsets[seg + 1];
   const std::int64_t head = blockIdx.z, n0 = static_cast<std::int64_t>(blockIdx.y) * BN;
@@ -199,7 +203,7 @@ __global__ void __launch_bounds__(Tile::kThreads)
       work[(rowBegin + m - base) * width + head * N + col] = v;
     } else {
       T *c = p.C + out * p.ldc + head * N + col;
-      if constexpr (Mode == Scatter::kAccumulate)
+      if constexpr (Mode == Scatter::kAccumulate || Mode == Scatter::kAccumulateIndexPerSegment)
         *c += v;
       else if constexpr (Mode == Scatter::kAtomicAccumulateIndex)
         atomicAdd(c, v);
@@ -272,8 +276,19 @@ cudaError_t launchSegmentedGemm(const GemmProblem<T, Index> &p, void *workspace,
   const dim3 grid(static_cast<unsigned>(maxUnits(p.numRows, p.numSegments, Tile::BM)),
                   static_cast<unsigned>(ceilDiv<std::int64_t>(p.N, Tile::BN)),
                   static_cast<unsigned>(p.heads));
+  if constexpr (Mode == Scatter::kAccumulateIndexPerSegment) {
+    // No two rows of one segment share an output row: the segments run one launch after
+    // another on the stream, so no addition races and the order is fixed.
+    for (std::int64_t s = 0; s < p.numSegments; ++s) {
+      segmentedGemmKernel<T, Op, Mode, Tile, Path, Index>
+          <<<grid, Tile::kThreads, 0, stream>>>(p, tileStart, work, s);
+      if ((err = cudaGetLastError()) != cudaSuccess)
+        return err;
+    }
+    return cudaSuccess;
+  }
   segmentedGemmKernel<T, Op, Mode, Tile, Path, Index>
-      <<<grid, Tile::kThreads, 0, stream>>>(p, tileStart, work);
+      <<<grid, Tile::kThreads, 0, stream>>>(p, tileStart, work, -1);
   if ((err = cudaGetLastError()) != cudaSuccess)
     return err;
   if constexpr (Mode == Scatter::kAccumulateIndex) {

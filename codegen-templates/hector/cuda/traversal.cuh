@@ -13,7 +13,7 @@
 #ifndef HECTOR_TEMPLATES_CUDA_TRAVERSAL_CUH
 #define HECTOR_TEMPLATES_CUDA_TRAVERSAL_CUH
 
-#include "hector/common.h"
+#include "hector/kernel_common.h"
 
 #include <cuda_runtime.h>
 

@@ -8,7 +8,7 @@
 #ifndef HECTOR_EMIT_GRAPH_VIEW_H
 #define HECTOR_EMIT_GRAPH_VIEW_H
 
-#include "hector/common.h"
+#include "hector/kernel_common.h"
 #include "hector/emit/graph_schema.h"
 
 #include <cmath>

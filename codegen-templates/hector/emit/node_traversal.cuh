@@ -18,7 +18,7 @@
 #ifndef HECTOR_EMIT_NODE_TRAVERSAL_CUH
 #define HECTOR_EMIT_NODE_TRAVERSAL_CUH
 
-#include "hector/common.h"
+#include "hector/kernel_common.h"
 
 #include <cuda_runtime.h>
 

@@ -21,7 +21,7 @@
 #ifndef HECTOR_EMIT_NODE_TRAVERSAL_H
 #define HECTOR_EMIT_NODE_TRAVERSAL_H
 
-#include "hector/common.h"
+#include "hector/kernel_common.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -54,11 +54,11 @@ inline void prefetchEntry(const tmpl::Csr<Index> &g, const F &f, std::int64_t j,
 }
 } // namespace detail
 
-/// Runs `Passes` passes of `f` over the entries of every node of `g`, then `f.finish`. Threads
-/// take kNodeChunk nodes at a time; the first pass prefetches kPrefetchAhead entries ahead
-/// across the chunk's nodes.
-template <int Passes, typename Index, typename F>
-void nodeTraversal(const tmpl::Csr<Index> &g, const F &f) {
+/// Runs body(vb, ve, chunkEnd) for every chunk of kNodeChunk nodes [vb, ve), in parallel (one
+/// thread per chunk), after prefetching the chunk's first kPrefetchAhead CSR entries; chunkEnd
+/// is the chunk's CSR end, the bound of every prefetch inside it.
+template <typename Index, typename F, typename Body>
+void forEachNodeChunk(const tmpl::Csr<Index> &g, const F &f, const Body &body) {
   const std::int64_t numChunks = tmpl::ceilDiv<std::int64_t>(g.numNodes, kNodeChunk);
 #pragma omp parallel for schedule(dynamic, 1)
   for (std::int64_t chunk = 0; chunk < numChunks; ++chunk) {
@@ -67,6 +67,16 @@ void nodeTraversal(const tmpl::Csr<Index> &g, const F &f) {
     const std::int64_t chunkEnd = g.rowPtr[ve];
     for (std::int64_t j = g.rowPtr[vb]; j < g.rowPtr[vb] + kPrefetchAhead; ++j)
       detail::prefetchEntry(g, f, j, chunkEnd);
+    body(vb, ve, chunkEnd);
+  }
+}
+
+/// Runs `Passes` passes of `f` over the entries of every node of `g`, then `f.finish`. Threads
+/// take kNodeChunk nodes at a time; the first pass prefetches kPrefetchAhead entries ahead
+/// across the chunk's nodes.
+template <int Passes, typename Index, typename F>
+void nodeTraversal(const tmpl::Csr<Index> &g, const F &f) {
+  forEachNodeChunk(g, f, [&](std::int64_t vb, std::int64_t ve, std::int64_t chunkEnd) {
     for (std::int64_t v = vb; v < ve; ++v) {
       const std::int64_t begin = g.rowPtr[v], end = g.rowPtr[v + 1];
       typename F::State state;
@@ -82,7 +92,7 @@ void nodeTraversal(const tmpl::Csr<Index> &g, const F &f) {
       }
       f.finish(state, v, end - begin);
     }
-  }
+  });
 }
 
 /// Runs `f` over the unique (node, relation) pairs of a CSR whose entries are grouped by
@@ -92,14 +102,7 @@ void nodeTraversal(const tmpl::Csr<Index> &g, const F &f) {
 /// row. Deterministic: every pair is owned by one thread.
 template <typename Index, typename F>
 void pairTraversal(const tmpl::Csr<Index> &g, const Index *etype, const Index *inv, const F &f) {
-  const std::int64_t numChunks = tmpl::ceilDiv<std::int64_t>(g.numNodes, kNodeChunk);
-#pragma omp parallel for schedule(dynamic, 1)
-  for (std::int64_t chunk = 0; chunk < numChunks; ++chunk) {
-    const std::int64_t vb = chunk * kNodeChunk;
-    const std::int64_t ve = std::min<std::int64_t>(g.numNodes, vb + kNodeChunk);
-    const std::int64_t chunkEnd = g.rowPtr[ve];
-    for (std::int64_t j = g.rowPtr[vb]; j < g.rowPtr[vb] + kPrefetchAhead; ++j)
-      detail::prefetchEntry(g, f, j, chunkEnd);
+  forEachNodeChunk(g, f, [&](std::int64_t vb, std::int64_t ve, std::int64_t chunkEnd) {
     for (std::int64_t v = vb; v < ve; ++v) {
       const std::int64_t end = g.rowPtr[v + 1];
       for (std::int64_t j = g.rowPtr[v]; j < end;) {
@@ -120,7 +123,7 @@ void pairTraversal(const tmpl::Csr<Index> &g, const Index *etype, const Index *i
         f.finish(state, pair, degree);
       }
     }
-  }
+  });
 }
 
 } // namespace cpu

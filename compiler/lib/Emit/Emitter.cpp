@@ -6,6 +6,9 @@
 //
 //===----------------------------------------------------------------------===//
 #include "hector/Emit/Emitter.h"
+#include "hector/Emit/CppString.h"
+
+#include "hector/Dialect/LayerRelations.h"
 #include "hector/emit/graph_schema.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
@@ -54,15 +57,14 @@ std::string identifier(StringRef name) {
   return out;
 }
 
-/// A C++ string literal.
-std::string quoted(StringRef text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\')
-      out.push_back('\\');
-    out.push_back(c);
-  }
-  return out + "\"";
+/// The library ABI (the manifest's "format" and the `.hector_abi` marker's number): what the
+/// runtime must agree on with the emitted glue (runtime/src/model.cpp, kLibraryAbi).
+constexpr int kLibraryAbi = 3;
+
+/// The manifest's JSON text; bytes that are not UTF-8 (which verified IR never holds in a name,
+/// but an attribute may) become U+FFFD instead of throwing.
+std::string manifestText(const nlohmann::ordered_json &manifest) {
+  return manifest.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
 /// A floating-point literal that round-trips.
@@ -199,8 +201,8 @@ struct LayerPlan {
 /// Whether `layer` is derived by hector-autodiff (a backward layer or an inference copy): never
 /// an entry, not listed by the loaders.
 bool isDerivedLayer(LayerOp layer) {
-  return layer->hasAttr("hector.forward") || layer->hasAttr("hector.inference_of") ||
-         layer->hasAttr("hector.variant_of");
+  return layer->hasAttr(kForwardAttrName) || layer->hasAttr(kInferenceOfAttrName) ||
+         layer->hasAttr(kVariantOfAttrName);
 }
 
 /// Whether `output` is an activation saved for the backward layer (kept in the graph's
@@ -297,11 +299,30 @@ FailureOr<GemmConfig> gemmConfig(GemmOp op) {
     }
     break;
   }
-  if (op.getScatter() != GemmScatter::Store)
-    return op.emitError() << "the emitter has no kernel for scatter "
-                          << stringifyGemmScatter(op.getScatter())
-                          << " (the lowering sums edge rows in traversals)";
-  return c;
+  switch (op.getScatter()) {
+  case GemmScatter::Store:
+    // With an accumulator the glue passes its buffer as C.
+    if (op.getAcc())
+      c.scatterMode = "kAccumulate";
+    return c;
+  case GemmScatter::AccumulateDst:
+  case GemmScatter::AccumulateSrc:
+    // Rows of unique pairs into their nodes: one pair per node and relation, so each
+    // relation's index is injective (the C buffer starts zeroed or as the accumulator).
+    if (unique && op.getSegment() == Slicing::Relation) {
+      c.scatterMode = "kAccumulateIndexPerSegment";
+      c.scatter = "g.unique" + uniqueSide;
+      c.numOutRows = "g.numNodes";
+      return c;
+    }
+    break;
+  case GemmScatter::AccumulateUnique:
+    break;
+  }
+  return op.emitError() << "the emitter has no kernel for scatter "
+                        << stringifyGemmScatter(op.getScatter()) << " of "
+                        << stringifySpace(rows)
+                        << " rows (the lowering sums edge rows in traversals)";
 }
 
 /// The GEMM configuration of a weight product: per slice `C_s = A_s x B_s`, A_s viewed as
@@ -477,6 +498,8 @@ std::string kernelName(LayerPlan &plan, size_t index, Operation *op) {
                        stringifyGemmScatter(gemm.getScatter()).str();
     if (gemm.getTransposeB())
       name += "_tb";
+    if (gemm.getAcc())
+      name += "_acc";
     if (succeeded(c))
       name += "_h" + std::to_string(c->heads) + "_k" + std::to_string(c->k) + "_n" +
               std::to_string(c->n);
@@ -619,13 +642,18 @@ LogicalResult checkGlueOp(Operation *op) {
   return success();
 }
 
-/// `moduleHash`: a hash of the whole module and the target (see planModule).
+/// Plans one layer: the tensors of its inputs, weights and outputs, and a kernel (its kind,
+/// name and result tensors) for every other top-level op of its kernel-level IR, or an error
+/// at an op that is not one. `moduleHash`: a hash of the whole module and the target (see
+/// planModule).
 FailureOr<LayerPlan> planLayer(LayerOp layer, uint64_t moduleHash) {
   LayerPlan plan;
   plan.layer = layer;
   std::string text;
   llvm::raw_string_ostream textStream(text);
-  layer->print(textStream, OpPrintingFlags().printGenericOpForm());
+  // Local scope: the layer is isolated from above, and printing it within the module's scope
+  // would number the whole module again for every layer (quadratic in the number of layers).
+  layer->print(textStream, OpPrintingFlags().printGenericOpForm().useLocalScope());
   text += "\n" + llvm::utohexstr(moduleHash);
   plan.id = identifier(layer.getSymName()) + "_" +
             llvm::utohexstr(llvm::xxh3_64bits(text), /*LowerCase=*/true).substr(0, 8);
@@ -740,19 +768,19 @@ FailureOr<std::vector<LayerPlan>> planModule(ModuleOp module, StringRef entryNam
     ids[plan.layer.getSymName()] = "hector_" + plan.id;
   for (LayerPlan &plan : plans) {
     plan.entry = plan.layer == *entry;
-    if (auto ref = plan.layer->getAttrOfType<FlatSymbolRefAttr>("hector.backward"))
+    if (auto ref = plan.layer->getAttrOfType<FlatSymbolRefAttr>(kBackwardAttrName))
       plan.backwardOf = ids.lookup(ref.getValue());
-    if (auto ref = plan.layer->getAttrOfType<FlatSymbolRefAttr>("hector.forward"))
+    if (auto ref = plan.layer->getAttrOfType<FlatSymbolRefAttr>(kForwardAttrName))
       plan.forwardOf = ids.lookup(ref.getValue());
-    if (auto ref = plan.layer->getAttrOfType<FlatSymbolRefAttr>("hector.inference"))
+    if (auto ref = plan.layer->getAttrOfType<FlatSymbolRefAttr>(kInferenceAttrName))
       plan.inference = ids.lookup(ref.getValue());
-    if (auto ref = plan.layer->getAttrOfType<FlatSymbolRefAttr>("hector.inference_of"))
+    if (auto ref = plan.layer->getAttrOfType<FlatSymbolRefAttr>(kInferenceOfAttrName))
       plan.inferenceOf = ids.lookup(ref.getValue());
-    if (auto name = plan.layer->getAttrOfType<StringAttr>("hector.variant"))
+    if (auto name = plan.layer->getAttrOfType<StringAttr>(kVariantAttrName))
       plan.variant = name.getValue().str();
-    if (auto ref = plan.layer->getAttrOfType<FlatSymbolRefAttr>("hector.variant_of"))
+    if (auto ref = plan.layer->getAttrOfType<FlatSymbolRefAttr>(kVariantOfAttrName))
       plan.variantOf = ids.lookup(ref.getValue());
-    if (auto list = plan.layer->getAttrOfType<ArrayAttr>("hector.variants"))
+    if (auto list = plan.layer->getAttrOfType<ArrayAttr>(kVariantsAttrName))
       for (Attribute item : list)
         if (auto ref = dyn_cast<FlatSymbolRefAttr>(item))
           plan.variants.push_back(ids.lookup(ref.getValue()));
@@ -1566,7 +1594,7 @@ nlohmann::ordered_json shapeJson(RowShape shape) {
 nlohmann::ordered_json manifestOf(LayerPlan &plan, bool cuda) {
   using Json = nlohmann::ordered_json;
   Json m;
-  m["format"] = 3; // 3: graphs in internal order, int32 indices, structures listed (runtime ABI)
+  m["format"] = kLibraryAbi; // the runtime ABI (see kLibraryAbi)
   m["layer"] = plan.layer.getSymName().str();
   m["entry"] = plan.entry;
   Json params = Json::object();
@@ -1643,13 +1671,13 @@ nlohmann::ordered_json manifestOf(LayerPlan &plan, bool cuda) {
     m["variant_of"] = plan.variantOf;
   if (!plan.variant.empty() && plan.variantOf.empty())
     m["variants"] = plan.variants;
-  if (auto lines = plan.layer->getAttrOfType<ArrayAttr>("hector.rewrites")) {
+  if (auto lines = plan.layer->getAttrOfType<ArrayAttr>(kRewritesAttrName)) {
     m["rewrites"] = Json::array();
     for (Attribute line : lines)
       if (auto text = dyn_cast<StringAttr>(line))
         m["rewrites"].push_back(text.getValue().str());
   }
-  if (auto cost = plan.layer->getAttrOfType<DictionaryAttr>("hector.cost")) {
+  if (auto cost = plan.layer->getAttrOfType<DictionaryAttr>(kCostAttrName)) {
     auto coefficients = [](Attribute attr) {
       std::vector<double> values;
       if (auto array = dyn_cast_or_null<DenseF64ArrayAttr>(attr))
@@ -1918,7 +1946,6 @@ void printGlueOp(LayerPlan &plan, const Kernel &kernel, llvm::raw_ostream &os) {
   os << "  }();\n";
 }
 
-/// Prints the glue of one layer: validation, tensors, kernel calls, outputs, registration.
 /// For a reduction that also drops trailing dimensions: prints `t<index>_pre`, the rows of
 /// `value` with the dimensions beyond its first `width` elements summed, and returns its name.
 std::string printPresum(LayerPlan &plan, size_t index, Value value, int64_t width,
@@ -1998,8 +2025,13 @@ void computeMemory(LayerPlan &plan) {
   plan.memory.clear();
   for (auto [k, kernel] : llvm::enumerate(plan.kernels)) {
     std::array<double, 7> temporary{};
-    for (Type type : kernel.op->getResultTypes())
-      add(live, elementsOf(type));
+    // A GEMM with an accumulator writes into the accumulator's buffer, which lives on as its
+    // result (it is not released after the GEMM).
+    auto gemm = dyn_cast<GemmOp>(kernel.op);
+    Value reused = gemm ? gemm.getAcc() : Value();
+    if (!reused)
+      for (Type type : kernel.op->getResultTypes())
+        add(live, elementsOf(type));
     if (kernel.kind == KernelKind::WeightGrad) {
       WeightGradConfig c = *weightGradConfig(kernel.op, plan);
       std::array<double, 7> rows = elementsOf(c.c.getType());
@@ -2015,7 +2047,8 @@ void computeMemory(LayerPlan &plan) {
     add(point, temporary);
     plan.memory.push_back(point);
     for (Value value : release[k])
-      add(live, elementsOf(value.getType()), -1);
+      if (value != reused)
+        add(live, elementsOf(value.getType()), -1);
   }
   plan.outputElements = {};
   for (size_t o = 0; o < plan.outputs.size(); ++o) {
@@ -2075,11 +2108,19 @@ std::vector<uint64_t> outputsOfKernels(const LayerPlan &plan) {
   return mask;
 }
 
+/// Prints the glue of one layer: validation, tensors, kernel calls, outputs, registration.
 void printGlue(LayerPlan &plan, bool cuda, llvm::raw_ostream &os) {
   std::string op = "hector_" + plan.id;
-  std::string manifest = manifestOf(plan, cuda).dump(2);
+  std::string manifest = manifestText(manifestOf(plan, cuda));
   os << "namespace " << op << " {\n\n";
-  os << "const char *const kManifest = R\"hectorjson(" << manifest << ")hectorjson\";\n\n";
+  os << "const char *const kManifest =";
+  for (StringRef rest = manifest; !rest.empty();) {
+    auto [line, tail] = rest.split('\n');
+    bool newline = line.size() < rest.size();
+    os << "\n    " << cppQuoted(newline ? line.str() + "\n" : line.str());
+    rest = tail;
+  }
+  os << ";\n\n";
   os << "std::string manifest() { return kManifest; }\n\n";
   os << "/// The graph structures the kernels read.\n"
      << "constexpr ::hector::graph_schema::GraphStructureMask kStructures = 0x"
@@ -2121,8 +2162,8 @@ void printGlue(LayerPlan &plan, bool cuda, llvm::raw_ostream &os) {
      << "  const auto longOpts = at::TensorOptions().dtype(at::kLong).device(device);\n"
      << "  (void)longOpts;\n"
      << "  const ::hector::emit::GraphView<I> g = ::hector::emit::makeGraphView<I>(graph, "
-        "kStructures, \""
-     << op << "\");\n";
+        "kStructures, "
+     << cppQuoted(op) << ");\n";
   if (cuda)
     os << "#ifdef HECTOR_WITH_CUDA\n"
        << "  std::optional<c10::cuda::CUDAGuard> guard;\n"
@@ -2132,7 +2173,7 @@ void printGlue(LayerPlan &plan, bool cuda, llvm::raw_ostream &os) {
        << "#endif\n";
   for (auto [i, input] : llvm::enumerate(plan.inputs)) {
     if (input.getResult().use_empty()) {
-      os << "  // in" << i << " ('" << input.getName() << "') is not read.\n";
+      os << "  // in" << i << " (" << cppQuoted(input.getName()) << ") is not read.\n";
       continue;
     }
     // Saved activations stay in the graph's internal edge order.
@@ -2172,15 +2213,24 @@ void printGlue(LayerPlan &plan, bool cuda, llvm::raw_ostream &os) {
         Value input = cast<ReduceOp>(kop).getInput();
         ins.push_back(c.presum ? printPresum(plan, index, input, c.width, os)
                                : plan.tensors.lookup(input));
+      } else if (auto gemm = dyn_cast<GemmOp>(kop)) {
+        ins.push_back(plan.tensors.lookup(gemm.getA()));
+        ins.push_back(plan.tensors.lookup(gemm.getB()));
       } else {
         for (Value operand : kop->getOperands())
           ins.push_back(plan.tensors.lookup(operand));
       }
+      auto gemm = dyn_cast<GemmOp>(kop);
       for (Value result : kop->getResults()) {
         std::string name = plan.tensors.lookup(result);
         outs.push_back(name);
-        if (auto value = dyn_cast<ValueType>(result.getType())) {
-          os << "  " << name << " = at::empty("
+        if (gemm && gemm.getAcc()) {
+          // The sum is written into the accumulator's buffer: the lowering folds an addition
+          // into the GEMM only where the accumulator has no other reader.
+          os << "  " << name << " = " << plan.tensors.lookup(gemm.getAcc()) << ";\n";
+        } else if (auto value = dyn_cast<ValueType>(result.getType())) {
+          bool zeroed = gemm && gemm.getScatter() != GemmScatter::Store;
+          os << "  " << name << " = " << (zeroed ? "at::zeros(" : "at::empty(")
              << shapeList(graphRows(value.getSpace()), value.getDims()) << ", opts);\n";
         } else {
           auto weight = cast<WeightType>(result.getType());
@@ -2212,8 +2262,8 @@ void printGlue(LayerPlan &plan, bool cuda, llvm::raw_ostream &os) {
         }
       }
       // Each kernel is a torch.profiler event (a flag test when no profiler is active).
-      os << "  {\n    RECORD_FUNCTION(\"" << kernel.name
-         << "\", std::vector<c10::IValue>());\n    const T *in_[] = {";
+      os << "  {\n    RECORD_FUNCTION(" << cppQuoted(kernel.name)
+         << ", std::vector<c10::IValue>());\n    const T *in_[] = {";
       for (const std::string &name : ins)
         os << name << ".data_ptr<T>(), ";
       os << "nullptr};\n    T *out_[] = {";
@@ -2232,8 +2282,8 @@ void printGlue(LayerPlan &plan, bool cuda, llvm::raw_ostream &os) {
            << "      const cudaError_t error = cuda::" << kernel.name
            << "<T, I>(g, in_, out_, aux_, workspace.data_ptr(), bytes, stream);\n"
            << "      ::hector::emit::checkLaunch(error == cudaSuccess ? nullptr : "
-              "cudaGetErrorString(error), \""
-           << kernel.name << "\");\n"
+              "cudaGetErrorString(error), "
+           << cppQuoted(kernel.name) << ");\n"
            << "#endif\n    } else {\n  ";
       }
       os << "    cpu::" << kernel.name << "<T, I>(g, in_, out_, aux_);\n";
@@ -2273,27 +2323,35 @@ void printGlue(LayerPlan &plan, bool cuda, llvm::raw_ostream &os) {
       out += (out.empty() ? "" : ", ") + op.getName().str();
     return out;
   };
-  os << "  TORCH_CHECK_VALUE(inputs.size() == " << plan.inputs.size() << ", \"" << op
-     << ".forward: expected " << plan.inputs.size() << " inputs (" << names(plan.inputs)
-     << "), got \", inputs.size());\n"
-     << "  TORCH_CHECK_VALUE(weights.size() == " << plan.weights.size() << ", \"" << op
-     << ".forward: expected " << plan.weights.size() << " weights (" << names(plan.weights)
-     << "), got \", weights.size());\n";
+  os << "  TORCH_CHECK_VALUE(inputs.size() == " << plan.inputs.size() << ", "
+     << cppQuoted(op + ".forward: expected " + std::to_string(plan.inputs.size()) + " inputs (" +
+               names(plan.inputs) + "), got ")
+     << ", inputs.size());\n"
+     << "  TORCH_CHECK_VALUE(weights.size() == " << plan.weights.size() << ", "
+     << cppQuoted(op + ".forward: expected " + std::to_string(plan.weights.size()) + " weights (" +
+               names(plan.weights) + "), got ")
+     << ", weights.size());\n";
   std::string first = plan.weights.empty() ? "" : "weights[0]";
+  // The tensor that sets the call's dtype and device, as messages name it.
+  std::string firstName =
+      plan.weights.empty() ? "" : "weight '" + plan.weights.front().getName().str() + "'";
   for (auto [i, input] : llvm::enumerate(plan.inputs))
     if (!input.getResult().use_empty()) {
       first = "inputs[" + std::to_string(i) + "]";
+      firstName = "input '" + input.getName().str() + "'";
       break;
     }
   if (first.empty()) {
     os << "  const at::ScalarType dtype = at::kFloat;\n";
   } else {
     os << "  const at::ScalarType dtype = " << first << ".scalar_type();\n"
-       << "  TORCH_CHECK_TYPE(dtype == at::kFloat || dtype == at::kDouble, \"" << op
-       << ".forward: tensors must be float32 or float64, got \", dtype);\n"
-       << "  TORCH_CHECK_VALUE(" << first << ".device() == graph.device(), \"" << op
-       << ".forward: the graph is on \", graph.device(), \" but the tensors on \", " << first
-       << ".device());\n";
+       << "  TORCH_CHECK_TYPE(dtype == at::kFloat || dtype == at::kDouble, "
+       << cppQuoted(op + ".forward: " + firstName +
+                    " must be float32 or float64 (the dtype of every tensor of the call), got ")
+       << ", dtype);\n"
+       << "  TORCH_CHECK_VALUE(" << first << ".device() == graph.device(), "
+       << cppQuoted(op + ".forward: the graph is on ") << ", graph.device(), "
+       << cppQuoted(" but " + firstName + " is on ") << ", " << first << ".device());\n";
   }
   for (auto [i, input] : llvm::enumerate(plan.inputs)) {
     if (input.getResult().use_empty())
@@ -2305,8 +2363,9 @@ void printGlue(LayerPlan &plan, bool cuda, llvm::raw_ostream &os) {
                         : space == Space::UniqueSrc ? "U_src"
                         : space == Space::UniqueDst ? "U_dst"
                                                     : "E";
-    os << "  ::hector::emit::checkArgument(inputs[" << i << "], \"" << op << ".forward: input '"
-       << input.getName() << "'\", dtype, graph.device(), \"" << label << "\", "
+    os << "  ::hector::emit::checkArgument(inputs[" << i << "], "
+       << cppQuoted(op + ".forward: input '" + input.getName().str() + "'")
+       << ", dtype, graph.device(), " << cppQuoted(label) << ", "
        << shapeList(graphRows(space), type.getDims()) << ");\n";
   }
   for (auto [i, weight] : llvm::enumerate(plan.weights)) {
@@ -2315,13 +2374,14 @@ void printGlue(LayerPlan &plan, bool cuda, llvm::raw_ostream &os) {
     std::string label = type.getSlicing() == Slicing::Relation ? "R"
                         : type.getSlicing() == Slicing::NType  ? "T"
                                                                : "";
-    os << "  ::hector::emit::checkArgument(weights[" << i << "], \"" << op << ".forward: weight '"
-       << weight.getName() << "'\", dtype, graph.device(), \"" << label << "\", "
+    os << "  ::hector::emit::checkArgument(weights[" << i << "], "
+       << cppQuoted(op + ".forward: weight '" + weight.getName().str() + "'")
+       << ", dtype, graph.device(), " << cppQuoted(label) << ", "
        << "std::vector<std::int64_t>" << shapeList(count, type.getDims()) << ");\n";
   }
   if (!cuda)
-    os << "  TORCH_CHECK_VALUE(!graph.device().is_cuda(), \"" << op
-       << ".forward: this library was built without CUDA kernels\");\n";
+    os << "  TORCH_CHECK_VALUE(!graph.device().is_cuda(), "
+       << cppQuoted(op + ".forward: this library was built without CUDA kernels") << ");\n";
   os << "  const std::uint64_t mask = static_cast<std::uint64_t>(needed);\n"
      << "  if (graph.indexDtype() == at::kLong) {\n"
      << "#ifdef HECTOR_INDEX64\n"
@@ -2329,10 +2389,11 @@ void printGlue(LayerPlan &plan, bool cuda, llvm::raw_ostream &os) {
      << "      return run<double, std::int64_t>(graph, inputs, weights, mask);\n"
      << "    return run<float, std::int64_t>(graph, inputs, weights, mask);\n"
      << "#else\n"
-     << "    TORCH_CHECK_VALUE(false, \"" << op
-     << ".forward: the graph has 64-bit indices (2^31 nodes or edges or more, or "
-        "index_dtype=torch.int64); this library was built for 32-bit ones: rebuild it with "
-        "hectorc --index64\");\n"
+     << "    TORCH_CHECK_VALUE(false, "
+     << cppQuoted(op + ".forward: the graph has 64-bit indices (2^31 nodes or edges or more, or "
+                       "index_dtype=torch.int64); this library was built for 32-bit ones: "
+                       "rebuild it with hectorc --index64")
+     << ");\n"
      << "#endif\n"
      << "  }\n"
      << "  if (dtype == at::kDouble)\n"
@@ -2361,7 +2422,7 @@ void printRegistration(const std::vector<LayerPlan> &plans, bool cuda, llvm::raw
      << "  std::vector<std::unique_ptr<torch::Library>> libraries;\n"
      << "  HectorRegistration() {\n";
   for (const LayerPlan &plan : plans)
-    os << "    add(\"hector_" << plan.id << "\", &hector_" << plan.id << "::define, &hector_"
+    os << "    add(" << cppQuoted("hector_" + plan.id) << ", &hector_" << plan.id << "::define, &hector_"
        << plan.id << "::implement);\n";
   os << "  }\n"
      << "  ~HectorRegistration() {\n"
@@ -2392,10 +2453,16 @@ void printRegistration(const std::vector<LayerPlan> &plans, bool cuda, llvm::raw
      << "} // namespace\n\n"
      << "/// The operator namespaces this library registers, comma-separated.\n"
      << "extern \"C\" __attribute__((visibility(\"default\"))) const char *"
-        "hector_library_namespaces() {\n  return \"";
+        "hector_library_namespaces() {\n  return ";
+  std::string namespaces;
   for (auto [i, plan] : llvm::enumerate(plans))
-    os << (i ? "," : "") << "hector_" << plan.id;
-  os << "\";\n}\n";
+    namespaces += (i ? "," : "") + ("hector_" + plan.id);
+  os << cppQuoted(namespaces) << ";\n}\n\n"
+     << "/// The hectorc ABI marker that hector.load and hector::loadLibrary look for before they\n"
+     << "/// load a file (docs/architecture.md, \"The emitted library and its ABI\").\n"
+     << "extern \"C\" __attribute__((visibility(\"default\"), used, section(\".hector_abi\"))) "
+        "const char hector_library_abi[] = "
+     << cppQuoted("hectorc library abi " + std::to_string(kLibraryAbi)) << ";\n";
 }
 
 } // namespace
@@ -2489,7 +2556,7 @@ LogicalResult emitManifest(LayerOp layer, const EmitOptions &options, llvm::raw_
     return failure();
   for (LayerPlan &plan : *plans)
     if (plan.layer == layer) {
-      os << manifestOf(plan, options.cuda).dump(2) << "\n";
+      os << manifestText(manifestOf(plan, options.cuda)) << "\n";
       return success();
     }
   return layer.emitError("the layer is not in its module");

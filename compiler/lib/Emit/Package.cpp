@@ -36,7 +36,13 @@ option(HECTOR_ENABLE_CUDA "Build the CUDA kernels when a CUDA compiler is found"
 option(HECTOR_REQUIRE_CUDA "Fail, rather than build CPU kernels only, without a CUDA compiler" OFF)
 option(HECTOR_NATIVE "Tune the CPU kernels for this machine (-march=native); OFF for a library that runs elsewhere" ON)
 option(HECTOR_INDEX64 "Also build the kernels for graphs with 64-bit indices (2^31 nodes or edges and more)" OFF)
-set(HECTOR_CUDA_ARCHITECTURES "80;90" CACHE STRING "CUDA architectures of the kernels")
+if(DEFINED ENV{HECTOR_CUDA_ARCHITECTURES})
+  set(hector_default_cuda_architectures "$ENV{HECTOR_CUDA_ARCHITECTURES}")
+else()
+  set(hector_default_cuda_architectures "80;90")
+endif()
+set(HECTOR_CUDA_ARCHITECTURES "${hector_default_cuda_architectures}" CACHE STRING
+    "CUDA architectures of the kernels (default: $HECTOR_CUDA_ARCHITECTURES, else 80;90)")
 set(HECTOR_RUNTIME_DIR "" CACHE PATH "Build directory of the hector runtime (lib/libhector_runtime.so)")
 set(HECTOR_RUNTIME_INCLUDE "" CACHE PATH "Headers of the hector runtime (default: this package's include/)")
 set(HECTOR_LIBRARY_NAME ")cmake"
@@ -199,7 +205,7 @@ LogicalResult writePackage(ModuleOp module, const EmitOptions &options,
     return failure();
 
   // The template headers the sources include, and the runtime's graph header.
-  const char *headers[] = {"hector/common.h",
+  const char *headers[] = {"hector/kernel_common.h",
                            "hector/cpu/parallel.h",
                            "hector/cpu/segmented_gemm.h",
                            "hector/cpu/traversal.h",

@@ -55,6 +55,9 @@ void DiagnosticEngine::sortByLocation(size_t begin) {
 
 namespace {
 
+/// The most bytes of a source line a diagnostic shows (around its column).
+constexpr size_t kMaxSnippetBytes = 160;
+
 /// The text of 1-based line `line` of `source` (without its line break), or false if none.
 bool sourceLine(const std::string &source, unsigned line, std::string &out) {
   size_t start = 0;
@@ -95,9 +98,31 @@ void printSnippet(std::ostream &os, const std::string &source, const SourceLoc &
   if (loc.line == 0 || !sourceLine(source, loc.line, text))
     return;
   // The line as written, with control characters as spaces and invalid UTF-8 as '?'; the caret
-  // line copies tabs and counts one column per character (not per byte).
+  // line copies tabs and counts one column per character (not per byte). A line longer than
+  // kMaxSnippetBytes is cut to that many bytes around the column, the cuts marked "...".
   std::string shown, caret;
   size_t caretByte = loc.col ? loc.col - 1 : 0;
+  bool cutLeft = false, cutRight = false;
+  if (text.size() > kMaxSnippetBytes) {
+    size_t from = caretByte > kMaxSnippetBytes / 2 ? caretByte - kMaxSnippetBytes / 2 : 0;
+    from = std::min(from, text.size() - kMaxSnippetBytes);
+    auto continuation = [&](size_t i) {
+      return (static_cast<unsigned char>(text[i]) & 0xC0) == 0x80;
+    };
+    while (from > 0 && continuation(from))
+      --from; // never cut a UTF-8 sequence
+    size_t to = from + kMaxSnippetBytes;
+    while (to < text.size() && continuation(to))
+      ++to;
+    cutLeft = from > 0;
+    cutRight = to < text.size();
+    text = text.substr(from, to - from);
+    caretByte -= from;
+  }
+  if (cutLeft) {
+    shown += "...";
+    caret += "   ";
+  }
   bool caretPlaced = false;
   for (size_t i = 0; i < text.size();) {
     unsigned char c = static_cast<unsigned char>(text[i]);
@@ -126,10 +151,12 @@ void printSnippet(std::ostream &os, const std::string &source, const SourceLoc &
     }
     i += len;
   }
+  if (cutRight)
+    shown += "...";
   if (!caretPlaced) {
     // At or past the end of the line (e.g. "end of file"): pad up to the column.
     size_t extra = caretByte > text.size() ? caretByte - text.size() : 0;
-    caret.append(std::min<size_t>(extra, 4096), ' ');
+    caret.append(std::min<size_t>(extra, kMaxSnippetBytes), ' ');
     caret += '^';
   }
   os << shown << '\n' << caret << '\n';

@@ -16,8 +16,9 @@
 #include <string>
 #include <vector>
 
-int main(int argc, char **argv) {
-  llvm::InitLLVM initLLVM(argc, argv);
+namespace {
+
+int run(int argc, char **argv) {
   hector::registerCompilerCLOptions();
 
   hector::CompilerOptions options;
@@ -91,4 +92,19 @@ int main(int argc, char **argv) {
     return 1;
 
   return hector::runCompiler(options);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM initLLVM(argc, argv);
+  // runCompiler reports its own exceptions; this catches those of the command line's parsing.
+  try {
+    return run(argc, argv);
+  } catch (const std::exception &error) {
+    std::cerr << "hectorc: error: internal error: " << error.what() << "\n";
+  } catch (...) {
+    std::cerr << "hectorc: error: internal error: an unknown exception\n";
+  }
+  return 1;
 }

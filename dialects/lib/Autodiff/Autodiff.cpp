@@ -47,19 +47,6 @@ bool fits(Type grad, Type target) {
          (g.getSpace() == Space::Src || g.getSpace() == Space::Dst) && g.getShape() == t.getShape();
 }
 
-/// The space of `hector.linear` of `space` rows with a weight of `slicing` (transposed or not).
-Space linearSpace(Space space, Slicing slicing) {
-  switch (slicing) {
-  case Slicing::Relation:
-    return space == Space::UniqueSrc || space == Space::UniqueDst ? space : Space::Edge;
-  case Slicing::NType:
-    return Space::Node;
-  case Slicing::None:
-    return space;
-  }
-  llvm_unreachable("unknown slicing");
-}
-
 /// True for weights and for values in the `relation`, `ntype` and `none` spaces: they depend on
 /// weights and constants only, so the backward recomputes them from its own weights.
 bool isWeightDerived(Type type) {
@@ -324,7 +311,7 @@ LogicalResult BackwardBuilder::differentiate(Operation *op, Value dy) {
         if (wants(x)) {
           auto dyType = cast<ValueType>(dy.getType());
           auto type = ValueType::get(
-              ctx, linearSpace(dyType.getSpace(), cast<WeightType>(w.getType()).getSlicing()),
+              ctx, *linearSpace(dyType.getSpace(), cast<WeightType>(w.getType()).getSlicing()),
               cast<ValueType>(x.getType()).getShape());
           give(x, b.create<LinearOp>(loc, type, dy, materialize(w), /*transposed=*/true));
         }

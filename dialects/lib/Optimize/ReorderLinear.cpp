@@ -13,47 +13,12 @@ using namespace hector;
 
 namespace {
 
-/// The slicing of a product of weights of `a` and `b`, or nullopt when they are sliced
-/// differently.
-std::optional<Slicing> productSlicing(Slicing a, Slicing b) {
-  if (b == Slicing::None)
-    return a;
-  if (a != Slicing::None && a != b)
-    return std::nullopt;
-  return b;
-}
-
-/// The space of `hector.linear` of `space` rows with a weight of `slicing` (assumed legal).
-Space linearSpace(Space space, Slicing slicing) {
-  if (slicing == Slicing::Relation)
-    return space == Space::UniqueSrc || space == Space::UniqueDst ? space : Space::Edge;
-  return slicing == Slicing::NType ? Space::Node : space;
-}
-
-/// The result shape of `x . W` for a non-per-head weight `[k, m...]`: `[m...]`, when the head
-/// dimension of W (if any) directly follows k; nullopt otherwise.
+/// The result type of `x . W` for a weight that is not per head (`[k, m...]` with its head
+/// dimension, if any, right after k); nullopt otherwise.
 std::optional<ValueType> linearResult(ValueType x, WeightType w) {
-  RowShape shape = w.getShape();
-  if (shape.rank() < 1 || shape.headAxis == 0 || shape.headAxis > 1)
+  if (w.getShape().headAxis == 0)
     return std::nullopt;
-  if (x.getShape().rank() != 1 || x.getShape().hasHeads() ||
-      x.getShape().dims[0] != shape.dims[0])
-    return std::nullopt;
-  return ValueType::get(x.getContext(), linearSpace(x.getSpace(), w.getSlicing()),
-                        shape.dims.drop_front(), shape.hasHeads() ? 0 : -1);
-}
-
-/// The type of `weight_matmul a, b`, or nullopt when the dialect forbids the product.
-std::optional<WeightType> matmulType(WeightType a, WeightType b) {
-  std::optional<Slicing> slicing = productSlicing(a.getSlicing(), b.getSlicing());
-  RowShape x = a.getShape(), y = b.getShape();
-  if (!slicing || x.rank() < 1 || y.rank() < 1 || x.dims.back() != y.dims.front() ||
-      x.isHead(x.rank() - 1) || y.isHead(0) || (x.hasHeads() && y.hasHeads()))
-    return std::nullopt;
-  SmallVector<int64_t> dims(x.dims.drop_back());
-  dims.append(y.dims.begin() + 1, y.dims.end());
-  int64_t head = x.hasHeads() ? x.headAxis : y.hasHeads() ? x.rank() - 2 + y.headAxis : -1;
-  return WeightType::get(a.getContext(), *slicing, dims, head);
+  return linearType(x, w);
 }
 
 /// The op that a linear's input goes through to reach `value`'s producer: `src`/`dst` gathers
@@ -183,7 +148,7 @@ struct LinearOfLinear : public OpSitePattern<LinearOp> {
     if (gathered && a.getSlicing() != Slicing::None)
       return rewriter.notifyMatchFailure(
           op, "the inner weight is sliced by node type, which edge rows cannot select");
-    std::optional<WeightType> product = matmulType(a, b);
+    std::optional<WeightType> product = weightMatmulType(a, b);
     if (!product)
       return rewriter.notifyMatchFailure(op, "the weights' shapes, heads or slicings forbid "
                                              "their product");
@@ -205,7 +170,7 @@ struct LinearOfLinear : public OpSitePattern<LinearOp> {
     auto inner = input.getDefiningOp<LinearOp>();
     Location loc = op.getLoc();
     rewriter.setInsertionPoint(op);
-    WeightType type = *matmulType(inner.getWeight().getType(), op.getWeight().getType());
+    WeightType type = *weightMatmulType(inner.getWeight().getType(), op.getWeight().getType());
     Value product =
         rewriter.create<WeightMatmulOp>(loc, type, inner.getWeight(), op.getWeight());
     Value x = inner.getInput();

@@ -11,10 +11,12 @@
 
 #include "hector/Autodiff/Passes.h"
 
+#include "mlir/IR/AsmState.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OperationSupport.h"
+#include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
@@ -32,18 +34,22 @@ using namespace hector;
 
 namespace {
 
-/// Whether `layer` was derived by hector-autodiff or hector-variants.
+/// Whether `layer` was derived by hector-autodiff or hector-variants, or already differentiated
+/// (a variant of it would have no backward layer).
 bool isDerived(LayerOp layer) {
   return layer->hasAttr(kForwardAttrName) || layer->hasAttr(kInferenceOfAttrName) ||
-         layer->hasAttr(kVariantOfAttrName);
+         layer->hasAttr(kVariantOfAttrName) || layer->hasAttr(kBackwardAttrName);
 }
 
 /// The body of `layer` in generic form, for comparing variants.
 std::string bodyText(LayerOp layer) {
   std::string text;
   llvm::raw_string_ostream os(text);
+  // One printer state for the layer (isolated from above): printing each op on its own would
+  // number the values of the whole module again for every op, quadratic in the module's size.
+  AsmState state(layer, OpPrintingFlags().printGenericOpForm());
   for (Operation &op : layer.getBodyRegion().front())
-    op.print(os, OpPrintingFlags().printGenericOpForm());
+    op.print(os, state);
   return text;
 }
 
@@ -70,9 +76,11 @@ struct VariantsPass : public hector::impl::VariantsBase<VariantsPass> {
     // they pay on a graph is the runtime's choice among the variants.
     CostPolicy reorderPolicy = CostPolicy::someGraphs();
     CostPolicy compactPolicy = CostPolicy::always();
+    // One symbol table for the whole pass, kept up to date as variants are added: building it
+    // per layer made the pass quadratic in the number of layers.
+    SymbolTable symbols(module);
     for (LayerOp layer : layers) {
       Builder b(layer.getContext());
-      SymbolTable symbols(module);
       std::string base = layer.getSymName().str();
       SmallVector<std::string> seen = {bodyText(layer)};
       SmallVector<Attribute> refs;
@@ -109,7 +117,7 @@ struct VariantsPass : public hector::impl::VariantsBase<VariantsPass> {
         copy->setAttr(kVariantAttrName, b.getStringAttr(stringifyVariant(variant)));
         copy->setAttr(kVariantOfAttrName, FlatSymbolRefAttr::get(layer.getSymNameAttr()));
         copy->setAttr(kRewritesAttrName, logAttr(b, log));
-        module.getBody()->getOperations().insertAfter(Block::iterator(insertAfter), copy);
+        symbols.insert(copy, std::next(Block::iterator(insertAfter)));
         insertAfter = copy;
         refs.push_back(FlatSymbolRefAttr::get(copy.getSymNameAttr()));
       }
@@ -129,6 +137,9 @@ struct AnnotateCostPass : public hector::impl::AnnotateCostBase<AnnotateCostPass
 
   void runOnOperation() override {
     LayerOp layer = getOperation();
+    // An estimate made by an earlier run stays: it was made before the lowering.
+    if (layer->hasAttr(kCostAttrName))
+      return markAllAnalysesPreserved();
     CostEstimate cost = estimateCost(layer);
     Builder b(layer.getContext());
     SmallVector<Attribute> intermediates;

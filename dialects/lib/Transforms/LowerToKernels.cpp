@@ -76,6 +76,7 @@ public:
     if (failed(checkInput()))
       return failure();
     createGemms();
+    fuseAccumulations();
     createWeightGradGathers();
     findWeightSpaceOps();
     if (failed(decideMaterialised()))
@@ -185,11 +186,85 @@ private:
       }
       auto gemm = b.create<GemmOp>(linear.getLoc(), linear.getType(), a, linear.getWeight(),
                                    linear.getWeight().getType().getSlicing(), gather,
-                                   GemmScatter::Store, linear.getTransposed());
+                                   GemmScatter::Store, linear.getTransposed(), Value());
       linear.getResult().replaceAllUsesWith(gemm.getResult());
       linear.erase();
       if (def && def->use_empty() && isa<SrcOp, DstOp, UniqueGatherOp>(def))
         def->erase();
+    }
+  }
+
+  /// Whether `gemm` is a kernel of the GEMM template (not a linear map of weight-space rows,
+  /// which the glue computes with ATen) with one reader and no accumulator yet.
+  static bool isFusibleGemm(GemmOp gemm) {
+    return gemm && !gemm.getAcc() && gemm->hasOneUse() &&
+           !(gemm.getGather() == GemmGather::None && isWeightSpace(gemm.getA()));
+  }
+
+  /// Folds the sums that follow a GEMM into the GEMM, so that they are written into one buffer
+  /// instead of each into its own:
+  ///
+  /// - the sum of a GEMM's rows of unique pairs into their nodes (`reduce(gemm(...) ->
+  ///   unique_dst) -> node`, the reordered RGCN's per-relation products) becomes the GEMM's
+  ///   `accumulate_dst` (`accumulate_src`) scatter: the [U, out] products are never stored;
+  /// - `add(v, gemm(...))` where `v` is another GEMM's result and both have no other reader
+  ///   becomes `gemm(...) plus v`: the product is added into `v`'s buffer (RGCN's root term
+  ///   into the sum over relations). The GEMM with the plain `store` scatter takes the
+  ///   accumulator, so that the sum is formed in the order the addition had.
+  void fuseAccumulations() {
+    for (ReduceOp reduce : llvm::make_early_inc_range(body().getOps<ReduceOp>())) {
+      auto gemm = reduce.getInput().getDefiningOp<GemmOp>();
+      auto result = dyn_cast<ValueType>(reduce.getResult().getType());
+      if (!gemm || !isFusibleGemm(gemm) || gemm.getScatter() != GemmScatter::Store ||
+          gemm.getSegment() != Slicing::Relation || !result ||
+          result.getSpace() != Space::Node ||
+          result.getShape() != reduce.getInput().getType().getShape())
+        continue;
+      Space rows = reduce.getInput().getType().getSpace();
+      if (rows != Space::UniqueDst && rows != Space::UniqueSrc)
+        continue;
+      OpBuilder b(gemm); // where the GEMM was: the order of the other kernels stays
+      auto fused = b.create<GemmOp>(
+          gemm.getLoc(), result, gemm.getA(), gemm.getB(), gemm.getSegment(), gemm.getGather(),
+          rows == Space::UniqueDst ? GemmScatter::AccumulateDst : GemmScatter::AccumulateSrc,
+          gemm.getTransposeB(), Value());
+      reduce.getResult().replaceAllUsesWith(fused.getResult());
+      reduce.erase();
+      gemm.erase();
+    }
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (AddOp add : llvm::make_early_inc_range(body().getOps<AddOp>())) {
+        Type type = add.getResult().getType();
+        if (add.getLhs().getType() != type || add.getRhs().getType() != type)
+          continue;
+        auto lhs = add.getLhs().getDefiningOp<GemmOp>();
+        auto rhs = add.getRhs().getDefiningOp<GemmOp>();
+        if (!lhs || !rhs || lhs == rhs || !lhs->hasOneUse() || !rhs->hasOneUse())
+          continue;
+        // The GEMM that takes the accumulator: a `store` one where there is a choice.
+        auto preferred = [](GemmOp gemm) {
+          return isFusibleGemm(gemm) ? (gemm.getScatter() == GemmScatter::Store ? 2 : 1) : 0;
+        };
+        GemmOp into = rhs, from = lhs;
+        if (preferred(lhs) > preferred(rhs))
+          std::swap(into, from);
+        if (!preferred(into))
+          continue;
+        // Right after the later of the two GEMMs (both dominate the addition).
+        OpBuilder b(add.getContext());
+        if (into->isBeforeInBlock(from))
+          b.setInsertionPointAfter(from);
+        else
+          b.setInsertionPoint(into);
+        auto fused = b.create<GemmOp>(into.getLoc(), type, into.getA(), into.getB(),
+                                      into.getSegment(), into.getGather(), into.getScatter(),
+                                      into.getTransposeB(), from.getResult());
+        add.getResult().replaceAllUsesWith(fused.getResult());
+        add.erase();
+        into.erase();
+        changed = true;
+      }
     }
   }
 

@@ -105,6 +105,24 @@ private:
   ActivationStats stats_;
 };
 
+/// While one is alive on a thread, stores hold back the warnings they would emit on that thread
+/// (a spill write failure, SpillStore::report_warnings) until a later call on a thread without
+/// one. The compiled layers' autograd node runs inside a torch operator call, where no Python
+/// warning handler is installed and a TORCH_WARN would reach only stderr; the warning then comes
+/// from the next call Python makes (a saved-tensor hook, the end of the `hector.spill` block).
+class DeferStoreWarnings {
+public:
+  DeferStoreWarnings();
+  ~DeferStoreWarnings();
+  DeferStoreWarnings(const DeferStoreWarnings &) = delete;
+  DeferStoreWarnings &operator=(const DeferStoreWarnings &) = delete;
+  /// Whether warnings are held back on the calling thread.
+  static bool active();
+
+private:
+  bool previous_;
+};
+
 /// The store compiled layers use in this process (a MemoryStore unless one was installed).
 std::shared_ptr<ActivationStore> current_activation_store();
 /// Installs `store` as the current one (nullptr restores the default MemoryStore);

@@ -132,6 +132,18 @@ std::vector<at::Tensor> applyLayer(const LayerManifest &layer, const Graph &grap
                                    const std::vector<at::Tensor> &weights,
                                    const std::string &variant = "auto");
 
+/// Parses the manifest JSON of the layer registered in operator namespace `ns`; throws
+/// std::runtime_error naming what is wrong (malformed JSON, a missing or mistyped field,
+/// another format).
+LayerManifest parseManifest(const std::string &ns, const std::string &json);
+
+/// Checks, without mapping it, that `path` is a library hectorc built for this runtime: an ELF
+/// shared object of this machine whose headers and segments lie inside the file, with the
+/// hectorc ABI marker (its `.hector_abi` section) of this runtime's ABI. Returns "" if it is,
+/// else a message saying what is wrong (empty, truncated, not ELF, foreign, another ABI).
+/// loadLibrary and hector.load call it before dlopen, which would fault on a truncated file.
+std::string checkLibraryFile(const std::string &path);
+
 /// Loads a library built by hectorc and returns the manifests of the layers it registers (the
 /// entry layer first; backward layers and inference copies are internal and not listed). Throws std::runtime_error when the file cannot be loaded or registers no
 /// layer. Loading the same path again returns the same manifests.

@@ -5,6 +5,12 @@ Loads compiled relational-GNN layers as ``torch.nn.Module`` classes and provides
 - :class:`Graph` — validated graph preprocessing (the CSR by destination, int32 indices; the CSR
   by source, unique (node, relation) pairs and node-type segments built on first use).
 - :class:`PinnedTable` — zero-copy (PyTorch-Direct) row gathers from host-resident features.
+- :class:`FeatureStore` — node features on disk behind a device cache and a victim buffer, with
+  a prefetcher (LSM-GNN), for tables larger than host memory.
+- :func:`compile`, :func:`compile_all` — a model file (or its text) built by ``hectorc`` through a
+  disk cache and loaded as module classes.
+- :mod:`hector.nn` — PyG's ``RGCNConv``, ``FastRGCNConv``, ``RGATConv``, ``HGTConv`` as drop-in
+  layers (PyG's arguments and ``state_dict``), run by compiled kernels.
 - :func:`load` — a library built by ``hectorc`` as ``torch.nn.Module`` classes.
 - :func:`spill` — a context that spills saved activations to SSD (SSDTrain).
 - :func:`set_memory_budget`, :func:`memory_budget` — the memory a call may use: the runtime
@@ -16,9 +22,9 @@ The native part, ``libhector_runtime.so``, registers its operators under ``torch
 """
 from ._native import library_path, load_runtime  # noqa: F401
 
-__all__ = ["Graph", "PinnedTable", "spill", "load", "load_all", "library_path", "load_runtime",
-           "NeighborSampler", "MiniBatchLoader", "partition_nodes", "set_memory_budget",
-           "memory_budget"]
+__all__ = ["Graph", "PinnedTable", "FeatureStore", "spill", "load", "load_all", "library_path",
+           "load_runtime", "NeighborSampler", "MiniBatchLoader", "partition_nodes",
+           "set_memory_budget", "memory_budget", "compile", "compile_all", "CompileError", "nn"]
 
 
 def set_memory_budget(bytes=None, fraction=0.9):
@@ -51,6 +57,15 @@ def __getattr__(name):
     if name == "PinnedTable":
         from .pinned import PinnedTable
         return PinnedTable
+    if name == "FeatureStore":
+        from .feature_store import FeatureStore
+        return FeatureStore
+    if name in ("compile", "compile_all", "CompileError"):
+        import importlib
+        return getattr(importlib.import_module("._compile", __name__), name)
+    if name == "nn":
+        import importlib
+        return importlib.import_module(".nn", __name__)
     if name in ("load", "load_all"):
         from . import module
         return getattr(module, name)

@@ -83,6 +83,15 @@ class Graph:
         self._read_sizes()
 
     @classmethod
+    def from_pyg(cls, data, *, num_relations=None, edge_type=None):
+        """The graph of a PyG ``Data`` (``edge_index``, ``edge_type``, ``num_nodes``) or
+        ``HeteroData`` (node types stacked in metadata order, one relation per edge type; the
+        mapping is ``graph.hetero``, a :class:`hector.pyg.HeteroLayout`). PyG mini-batches
+        work the same way (their ``n_id``/``e_id`` are kept). See ``hector.pyg``."""
+        from .pyg import from_pyg
+        return from_pyg(data, num_relations=num_relations, edge_type=edge_type)
+
+    @classmethod
     def _from_impl(cls, impl):
         graph = cls.__new__(cls)
         graph._impl = impl

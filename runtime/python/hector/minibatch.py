@@ -12,9 +12,11 @@ The pipeline (docs/runtime.md "Mini-batch training"):
    to local ids, as a :class:`hector.Graph` with the RGCN norm ``1/|N_r(i)|`` computed on it.
 3. :class:`MiniBatchLoader` gathers the features of the subgraph's nodes — from a
    :class:`hector.PinnedTable` (zero-copy on CUDA, the multithreaded CPU gather on the CPU or
-   with ``mode="cpu_gather"``, plus one copy to a GPU) or from a plain tensor — moves the batch to the training device and does all of this for the
-   next batches on a background thread (a bounded queue; on CUDA a side stream) while the caller
-   computes on the current one.
+   with ``mode="cpu_gather"``, plus one copy to a GPU), from a :class:`hector.FeatureStore`
+   (features on disk; the next batch's nodes are handed to its prefetcher before the current
+   batch is gathered) or from a plain tensor — moves the batch to the training device and does
+   all of this for the next batches on a background thread (a bounded queue; on CUDA a side
+   stream) while the caller computes on the current one.
 
 Every random choice derives from ``seed``, the epoch, the rank and the batch's position, so a run
 is reproducible whatever the prefetch depth or the thread timing.
@@ -31,6 +33,7 @@ import time
 import torch
 
 from ._native import load_runtime
+from .feature_store import FeatureStore
 from .graph import Graph
 from .pinned import PinnedTable
 
@@ -275,9 +278,11 @@ class MiniBatchLoader:
 
     Args:
         sampler: the :class:`NeighborSampler` that builds each subgraph.
-        features: the node feature table, a :class:`hector.PinnedTable` (``gather`` with an index
-            on ``device``) or a tensor (``index_select`` on the tensor's device, then moved to
-            ``device``), ``[num_nodes, ...]``.
+        features: the node feature table, a :class:`hector.PinnedTable` or a
+            :class:`hector.FeatureStore` (``gather`` with an index on ``device``; a store whose
+            ``prefetch_enabled`` is set also gets every batch's nodes one batch ahead, through
+            :meth:`~hector.FeatureStore.prefetch`) or a tensor (``index_select`` on the tensor's
+            device, then moved to ``device``), ``[num_nodes, ...]``.
         nodes: int64 [M] the target nodes (e.g. the training nodes).
         labels: optional [M], the label of every entry of ``nodes``.
         batch_size, shuffle, seed, rank, world_size, drop_last: :func:`partition_nodes`.
@@ -302,11 +307,13 @@ class MiniBatchLoader:
                             f"got {type(sampler).__name__}")
         if isinstance(features, PinnedTable):
             table_rows, feature_dtype, home = features.num_rows, features.features.dtype, "cpu"
+        elif isinstance(features, FeatureStore):
+            table_rows, feature_dtype, home = features.num_rows, features.dtype, "cpu"
         elif isinstance(features, torch.Tensor):
             table_rows, feature_dtype, home = features.shape[0], features.dtype, features.device
         else:
-            raise TypeError(f"hector.MiniBatchLoader: features must be a hector.PinnedTable or a "
-                            f"tensor, got {type(features).__name__}")
+            raise TypeError(f"hector.MiniBatchLoader: features must be a hector.PinnedTable, a "
+                            f"hector.FeatureStore or a tensor, got {type(features).__name__}")
         num_nodes = sampler.graph.num_nodes
         if table_rows != num_nodes:
             raise ValueError(f"hector.MiniBatchLoader: the feature table has {table_rows} rows "
@@ -354,8 +361,9 @@ class MiniBatchLoader:
         return t.to(self.device, dtype=dtype, non_blocking=True)
 
     def _gather(self, index: torch.Tensor) -> torch.Tensor:
-        if isinstance(self.features, PinnedTable):
-            # Zero-copy from host memory with a CUDA index; the CPU gather with a CPU index.
+        if isinstance(self.features, (PinnedTable, FeatureStore)):
+            # PinnedTable: zero-copy from host memory with a CUDA index, the CPU gather with a CPU
+            # index. FeatureStore: its tiers; the rows come back on the index's device.
             return self.features.gather(self._to_device(index))
         rows = self.features.index_select(0, index.to(self.features.device, non_blocking=True))
         return rows if rows.device == self.device else self._to_device(rows)
@@ -366,11 +374,20 @@ class MiniBatchLoader:
         targets: subgraph, features, labels, on the device. Work on the device is queued on
         ``stream`` (default: the current stream)."""
         epoch = self.epoch if epoch is None else epoch
+        return self._assemble(index, positions, self._sample(index, positions, epoch), stream)
+
+    def _sample(self, index: int, positions: torch.Tensor, epoch: int):
+        """(targets, subgraph, seconds) of batch ``index``: its seeded sample."""
         start = time.perf_counter()
         targets = self.nodes[positions]
         generator = torch.Generator().manual_seed(
             _mix_seed(self.seed, epoch, self.rank, index))
         sub = self.sampler.sample(targets, generator)
+        return targets, sub, time.perf_counter() - start
+
+    def _assemble(self, index: int, positions: torch.Tensor, sampled, stream=None) -> Batch:
+        """The batch from its sample: features, graph, norm and labels on the device."""
+        targets, sub, sample_s = sampled
         sampled = time.perf_counter()
         on_stream = torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext()
         with on_stream:
@@ -384,8 +401,27 @@ class MiniBatchLoader:
                 event = torch.cuda.Event()
                 event.record(stream)
         return Batch(index=index, targets=targets, subgraph=sub, graph=graph, x=x, norm=norm,
-                     target_local=target_local, labels=labels, sample_s=sampled - start,
+                     target_local=target_local, labels=labels, sample_s=sample_s,
                      gather_s=time.perf_counter() - sampled, _event=event)
+
+    def _prepared(self, batches, epoch: int, stream=None):
+        """The epoch's batches, prepared in order. With a FeatureStore that prefetches, batch
+        i+1 is sampled before batch i is gathered and its nodes go to the store's prefetcher, so
+        that its rows are found or read while batch i is gathered and trained on; whatever the
+        prefetches still hold is released when the epoch ends or is left."""
+        lookahead = isinstance(self.features, FeatureStore) and self.features.prefetch_enabled
+        try:
+            ahead = None
+            for i, positions in enumerate(batches):
+                sampled = ahead if ahead is not None else self._sample(i, positions, epoch)
+                ahead = None
+                if lookahead and i + 1 < len(batches):
+                    ahead = self._sample(i + 1, batches[i + 1], epoch)
+                    self.features.prefetch(ahead[1].nodes)
+                yield self._assemble(i, positions, sampled, stream)
+        finally:
+            if lookahead:
+                self.features.cancel_prefetch()
 
     def _hand_over(self, batch: Batch) -> Batch:
         """Makes a batch prepared on the side stream safe to use on the caller's stream."""
@@ -414,13 +450,18 @@ class MiniBatchLoader:
             stats["gather_s"] += batch.gather_s
 
         if self.prefetch == 0:
-            for i, positions in enumerate(batches):
-                start = time.perf_counter()
-                batch = self.prepare(i, positions, epoch)
-                stats["wait_s"] += time.perf_counter() - start
-                account(batch)
-                yield batch
-            return
+            prepared = self._prepared(batches, epoch)
+            try:
+                while True:
+                    start = time.perf_counter()
+                    batch = next(prepared, None)
+                    stats["wait_s"] += time.perf_counter() - start
+                    if batch is None:
+                        return
+                    account(batch)
+                    yield batch
+            finally:
+                prepared.close()
 
         ready = queue.Queue(maxsize=self.prefetch)
         stop = threading.Event()
@@ -441,9 +482,13 @@ class MiniBatchLoader:
                 device = torch.cuda.device(self.device) if stream is not None \
                     else contextlib.nullcontext()
                 with device:
-                    for i, positions in enumerate(batches):
-                        if not put(self.prepare(i, positions, epoch, stream)):
-                            return
+                    prepared = self._prepared(batches, epoch, stream)
+                    try:
+                        for batch in prepared:
+                            if not put(batch):
+                                return
+                    finally:
+                        prepared.close()
             except BaseException as error:   # handed to the consumer, raised there
                 put(_Failure(error))
                 return

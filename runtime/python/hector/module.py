@@ -55,6 +55,11 @@ def _load_library(path) -> dict[str, dict]:
     key = str(path.resolve())
     if key not in _libraries:
         load_runtime()  # the model library links libhector_runtime.so
+        # dlopen trusts the file: a truncated one faults in the loader, a foreign one runs its
+        # constructors. The runtime reads its headers first (runtime/src/library_file.cpp).
+        problem = torch.ops.hector.check_library(key)
+        if problem:
+            raise RuntimeError(f"hector.load: {problem}")
         before = _registered_manifest_namespaces()
         torch.ops.load_library(key)
         new = sorted(_registered_manifest_namespaces() - before)

@@ -83,6 +83,14 @@ ActivationStats MemoryStore::stats() const {
 }
 
 namespace {
+thread_local bool defer_warnings = false;
+} // namespace
+
+DeferStoreWarnings::DeferStoreWarnings() : previous_(defer_warnings) { defer_warnings = true; }
+DeferStoreWarnings::~DeferStoreWarnings() { defer_warnings = previous_; }
+bool DeferStoreWarnings::active() { return defer_warnings; }
+
+namespace {
 std::mutex current_mutex;
 std::shared_ptr<ActivationStore> &current_slot() {
   static std::shared_ptr<ActivationStore> slot;

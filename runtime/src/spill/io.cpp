@@ -12,6 +12,7 @@
 #include <mutex>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <vector>
 
 #if defined(HECTOR_WITH_URING)
 #include <liburing.h>
@@ -190,14 +191,10 @@ AlignedBuffer &AlignedBuffer::operator=(AlignedBuffer &&other) noexcept {
   return *this;
 }
 
-namespace {
-/// open() with O_DIRECT where asked and allowed: returns the descriptor (or -1
-/// with errno set) and whether O_DIRECT is on. File systems that refuse O_DIRECT
-/// (EINVAL, EOPNOTSUPP) get buffered I/O.
-int open_maybe_direct(const char *path, int flags, bool direct, bool &is_direct) {
+int open_maybe_direct(const char *path, int flags, bool direct, bool &is_direct, unsigned mode) {
   is_direct = false;
   if (direct) {
-    const int fd = ::open(path, flags | O_DIRECT, 0600);
+    const int fd = ::open(path, flags | O_DIRECT, mode);
     if (fd >= 0) {
       is_direct = true;
       return fd;
@@ -205,8 +202,10 @@ int open_maybe_direct(const char *path, int flags, bool direct, bool &is_direct)
     if (errno != EINVAL && errno != EOPNOTSUPP)
       return -1;
   }
-  return ::open(path, flags, 0600);
+  return ::open(path, flags, mode);
 }
+
+namespace {
 
 std::string parent_directory(const std::string &path) {
   const size_t slash = path.rfind('/');
@@ -387,6 +386,127 @@ int64_t IoQueue::wait_oldest() {
   head_ = (head_ + 1) % 2;
   --count_;
   return result;
+}
+
+//===----------------------------------------------------------------------===//
+// Batched reads
+//===----------------------------------------------------------------------===//
+
+ReadQueue::ReadQueue(unsigned depth, bool use_uring) : depth_(depth ? depth : 1) {
+#if defined(HECTOR_WITH_URING)
+  if (use_uring) {
+    auto *ring = new io_uring;
+    if (io_uring_queue_init(depth_, ring, 0) == 0)
+      ring_ = ring;
+    else
+      delete ring;
+  }
+#else
+  (void)use_uring;
+#endif
+}
+
+ReadQueue::~ReadQueue() {
+#if defined(HECTOR_WITH_URING)
+  if (ring_) {
+    io_uring_queue_exit(static_cast<io_uring *>(ring_));
+    delete static_cast<io_uring *>(ring_);
+  }
+#endif
+}
+
+void ReadQueue::run(Read *reads, size_t n) {
+  size_t next = 0;
+#if defined(HECTOR_WITH_URING)
+  // One read gains nothing from the ring (and a blocking read needs no kernel worker thread).
+  if (ring_ && n > 1) {
+    auto *ring = static_cast<io_uring *>(ring_);
+    std::vector<size_t> done(n, 0); // Bytes transferred so far, per read.
+    unsigned in_flight = 0;
+    bool broken = false;
+    std::vector<size_t> retry; // Reads to (re)submit before new ones.
+    auto prepare = [&](size_t i) {
+      io_uring_sqe *sqe = io_uring_get_sqe(ring);
+      if (!sqe)
+        return false;
+      Read &r = reads[i];
+      io_uring_prep_read(sqe, r.fd, static_cast<char *>(r.buf) + done[i],
+                         static_cast<unsigned>(r.size - done[i]), r.offset + done[i]);
+      io_uring_sqe_set_data64(sqe, i);
+      return true;
+    };
+    while (!broken && (next < n || in_flight || !retry.empty())) {
+      unsigned queued = 0;
+      while (in_flight + queued < depth_ && (!retry.empty() || next < n)) {
+        const size_t i = retry.empty() ? next : retry.back();
+        if (!prepare(i))
+          break;
+        if (retry.empty())
+          ++next;
+        else
+          retry.pop_back();
+        ++queued;
+      }
+      if (queued) {
+        int rc;
+        do
+          rc = io_uring_submit(ring);
+        while (rc == -EINTR);
+        if (rc < 0) {
+          // The ring itself failed: what was prepared never ran; finish with pread below.
+          broken = true;
+          break;
+        }
+        in_flight += queued;
+      }
+      if (!in_flight)
+        continue;
+      io_uring_cqe *cqe = nullptr;
+      const int rc = io_uring_wait_cqe(ring, &cqe);
+      if (rc == -EINTR)
+        continue;
+      if (rc < 0) {
+        broken = true;
+        break;
+      }
+      const size_t i = static_cast<size_t>(io_uring_cqe_get_data64(cqe));
+      const int res = cqe->res;
+      io_uring_cqe_seen(ring, cqe);
+      --in_flight;
+      Read &r = reads[i];
+      if (res == -EINTR || res == -EAGAIN) {
+        retry.push_back(i);
+      } else if (res < 0) {
+        r.result = res;
+      } else if (res == 0) {
+        r.result = static_cast<int64_t>(done[i]); // End of file.
+      } else {
+        done[i] += static_cast<size_t>(res);
+        if (done[i] < r.size)
+          retry.push_back(i); // A short transfer: continue where it stopped.
+        else
+          r.result = static_cast<int64_t>(r.size);
+      }
+    }
+    if (broken) {
+      // Drain what is still in flight (its results are lost), then redo every read that has no
+      // result with pread: the reads are idempotent.
+      while (in_flight) {
+        io_uring_cqe *cqe = nullptr;
+        if (io_uring_wait_cqe(ring, &cqe) < 0)
+          break;
+        io_uring_cqe_seen(ring, cqe);
+        --in_flight;
+      }
+      next = 0; // Everything is redone below: the reads are idempotent.
+    } else {
+      return;
+    }
+  }
+#endif
+  for (size_t i = next; i < n; ++i)
+    reads[i].result =
+        IoQueue::pread_full(reads[i].fd, reads[i].buf, reads[i].size, reads[i].offset);
 }
 
 //===----------------------------------------------------------------------===//

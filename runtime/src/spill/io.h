@@ -1,4 +1,9 @@
 //===- io.h - Files, checksums and I/O primitives of the spilling engine --===//
+//
+// Shared with the feature store (runtime/src/feature_store): CRC32C, aligned buffers, O_DIRECT
+// opening and the batched io_uring reader (ReadQueue).
+//
+//===----------------------------------------------------------------------===//
 #pragma once
 
 #include <atomic>
@@ -100,6 +105,42 @@ private:
   int head_ = 0, count_ = 0;
   uint64_t next_tag_ = 1;
 };
+
+/// Batched positional reads on one thread: up to `depth` requests in flight on an io_uring, or
+/// one blocking pread after another where there is none. Not thread-safe: one per thread.
+class ReadQueue {
+public:
+  /// One read: `result` receives the bytes read (less than `size` only when the file ended
+  /// first) or -errno.
+  struct Read {
+    int fd = -1;
+    void *buf = nullptr;
+    size_t size = 0;
+    uint64_t offset = 0;
+    int64_t result = 0;
+  };
+  /// Sets up an io_uring of `depth` entries when `use_uring` and the kernel allows it.
+  ReadQueue(unsigned depth, bool use_uring);
+  ~ReadQueue();
+  ReadQueue(const ReadQueue &) = delete;
+  ReadQueue &operator=(const ReadQueue &) = delete;
+  bool uring() const { return ring_ != nullptr; }
+  unsigned depth() const { return depth_; }
+  /// Runs every read of `reads[0, n)` to completion. A short transfer before the end of the file
+  /// is continued; EINTR and EAGAIN are retried. A single read, and the reads left when the ring
+  /// itself fails (not a read), run with pread.
+  void run(Read *reads, size_t n);
+
+private:
+  void *ring_ = nullptr;
+  unsigned depth_ = 1;
+};
+
+/// open() with O_DIRECT where asked and the file system allows it (EINVAL and EOPNOTSUPP fall
+/// back to buffered I/O): returns the descriptor, or -1 with errno set; `is_direct` says whether
+/// O_DIRECT is on. The mode of a created file is 0600 unless `mode` says otherwise.
+int open_maybe_direct(const char *path, int flags, bool direct, bool &is_direct,
+                      unsigned mode = 0600);
 
 /// Signal- and exit-safe registry of the spill files that exist, so that an
 /// interrupted process removes them (SIGTERM, SIGHUP, SIGQUIT, SIGABRT and SIGINT

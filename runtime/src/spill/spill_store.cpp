@@ -175,6 +175,9 @@ private:
   void set_storage_locked(Record &rec, c10::Storage storage);
   void drop_storage_locked(Record &rec, Graveyard &grave);
   void free_record_locked(Record &rec, Graveyard &grave);
+  /// Makes a record whose last handle was released unreachable for deduplication (it leaves
+  /// by_storage_); an I/O job still running on it frees it when done.
+  void retire_locked(Record &rec);
   void ensure_files_locked();
   /// I/O threads never drop a storage that a Python object refers to (that needs
   /// the GIL, which a caller thread waiting on this store may hold): such storages
@@ -363,14 +366,18 @@ void SpillEngine::drop_storage_locked(Record &rec, Graveyard &grave) {
   }
 }
 
+void SpillEngine::retire_locked(Record &rec) {
+  auto it = by_storage_.find(rec.key);
+  if (it != by_storage_.end() && it->second == rec.id)
+    by_storage_.erase(it);
+}
+
 void SpillEngine::free_record_locked(Record &rec, Graveyard &grave) {
   drop_storage_locked(rec, grave);
   if (rec.state == State::OnDisk && rec.file >= 0 && rec.file < static_cast<int>(files_.size()))
     files_[rec.file]->punch_hole(rec.offset, rec.span);
   unloaded_.erase(rec.seq);
-  auto it = by_storage_.find(rec.key);
-  if (it != by_storage_.end() && it->second == rec.id)
-    by_storage_.erase(it);
+  retire_locked(rec);
   records_.erase(rec.id); // `rec` is gone from here on.
 }
 
@@ -404,8 +411,8 @@ void SpillEngine::ensure_files_locked() {
 }
 
 void SpillEngine::emit_warning_locked() {
-  if (warning_.empty())
-    return;
+  if (warning_.empty() || DeferStoreWarnings::active())
+    return; // Kept for a call from a thread that can show it (see DeferStoreWarnings).
   const std::string message = std::move(warning_);
   warning_.clear();
   TORCH_WARN(message);
@@ -614,9 +621,11 @@ ActivationHandle SpillEngine::save(const at::Tensor &tensor, const std::string &
     auto rit = records_.find(found->second);
     if (rit != records_.end()) {
       Record &rec = *rit->second;
-      // The same storage, alive, and unchanged since it was recorded: reuse.
+      // The same storage, alive, and unchanged since it was recorded: reuse. A record whose
+      // last handle was released is dead even while its I/O finishes (retire_locked took it
+      // out of by_storage_); the check on refs guards that invariant.
       auto alive = rec.identity.lock();
-      if (alive.get() == key && entry.version == rec.version &&
+      if (rec.refs > 0 && alive.get() == key && entry.version == rec.version &&
           rec.nbytes == storage.nbytes()) {
         ++rec.refs;
         entry.record = rec.id;
@@ -687,13 +696,18 @@ at::Tensor SpillEngine::load(ActivationHandle handle) {
               " is unknown or was already released");
   if (phase_ == Phase::Forward)
     begin_backward_locked();
-  const Entry &entry = eit->second;
+  // A copy: the wait below releases the lock, and another thread may release the handle
+  // (dropping the graph) meanwhile.
+  const Entry entry = eit->second;
   check_saved_version(entry.counter, entry.version, entry.tag);
   ++stats_.loaded;
   if (entry.record < 0)
     return entry.tensor;
 
-  Record *rec = records_.at(entry.record).get();
+  auto found = records_.find(entry.record);
+  TORCH_CHECK(found != records_.end(), "hector.spill: internal error: saved tensor '", entry.tag,
+              "' has lost its record ", entry.record);
+  Record *rec = found->second.get();
   unloaded_.erase(rec->seq); // Backward has reached it: it leaves the prefetch window.
   if (rec->state == State::Pending) {
     // Backward already needs it: cancel the write.
@@ -711,6 +725,8 @@ at::Tensor SpillEngine::load(ActivationHandle handle) {
   } else {
     // A failed read is final: the message says why the activation is lost.
     TORCH_CHECK(rec->read_error.empty(), rec->read_error);
+    TORCH_CHECK(rec->state == State::OnDisk, "hector.spill: internal error: saved tensor '",
+                entry.tag, "' (record ", rec->id, ") is neither in memory nor on disk");
     if (rec->reading) {
       ++stats_.prefetch_hits;
     } else {
@@ -734,6 +750,10 @@ at::Tensor SpillEngine::load(ActivationHandle handle) {
       TORCH_CHECK(false, message);
     }
   }
+  // A live record holds its bytes unless they are on disk, and a finished read brings them
+  // back or records why not: an empty storage here would be an engine bug, never a segfault.
+  TORCH_CHECK(rec->storage, "hector.spill: internal error: saved tensor '", entry.tag,
+              "' (record ", rec->id, ") has no bytes after its read");
   c10::Storage storage = rec->storage;
   prefetch_locked(rec->seq);
   at::Tensor out = materialize(entry, storage);
@@ -764,7 +784,11 @@ void SpillEngine::release(ActivationHandle handle) {
         rec.state = State::Resident;
       }
       if (rec.state == State::Writing || rec.reading) {
-        drop_storage_locked(rec, grave); // The I/O thread frees the record when done.
+        // The I/O thread frees the record when done. Until then the record is dead: no later
+        // save of the same storage may take it up again (its bytes are dropped here, and a
+        // queued write of a record without bytes frees it), so it leaves by_storage_ now.
+        retire_locked(rec);
+        drop_storage_locked(rec, grave);
       } else {
         free_record_locked(rec, grave);
       }

@@ -51,6 +51,10 @@ struct CompilerOptions {
   std::string explain;
   /// `NAME=VALUE` parameter overrides, as given on the command line.
   std::vector<std::string> paramOverrides;
+  /// Dialect text: end the process (exit code 1) right after printing the first parse error,
+  /// rather than return, which runs MLIR 19's cleanup of the half-parsed IR (unsafe after some
+  /// errors; see Driver.cpp). Callers that run several jobs in one process set it to false.
+  bool exitOnParseError = true;
 };
 
 /// Registers the MLIR command-line options hectorc honours (asm printer, context, pass manager,

@@ -23,14 +23,21 @@ def Hector_TraversalBody : NativeOpTrait<"TraversalBody"> {
 //===----------------------------------------------------------------------===//
 
 def Hector_LayerOp : Hector_Op<"layer", [
-    Symbol, IsolatedFromAbove, NoTerminator, SingleBlock]> {
+    Symbol, DeclareOpInterfaceMethods<SymbolUserOpInterface>, IsolatedFromAbove, NoTerminator,
+    SingleBlock]> {
   let summary = "one compiled layer (or model)";
   let description = [{
     A layer holds, in one block without terminator, the dataflow of one relational GNN layer:
     its run-time inputs (`hector.input`), its weights (`hector.weight`), the computation, and its
     named results (`hector.output`). `params` records the values the layer's parameters were
     bound to. Input and weight names are unique among the layer's inputs and weights; output names
-    are unique among its outputs.
+    are unique among its outputs. Names are data and follow hector/Dialect/Names.h: the layer's
+    name is an identifier, tensor names are identifiers or digit runs joined by dots (`conv1.W`,
+    `saved.0`, `grad.x`).
+
+    The attributes that relate layers (hector/Dialect/LayerRelations.h: `hector.backward`,
+    `hector.forward`, `hector.inference`, `hector.inference_of`, `hector.variant_of`, each
+    `@LAYER`, and `hector.variants`, a list of them) must name layers of the module.
 
     Example:
 
@@ -47,6 +54,7 @@ def Hector_LayerOp : Hector_Op<"layer", [
   let arguments = (ins SymbolNameAttr:$sym_name, OptionalAttr<DictionaryAttr>:$params);
   let regions = (region SizedRegion<1>:$bodyRegion);
   let assemblyFormat = "$sym_name attr-dict-with-keyword $bodyRegion";
+  let hasVerifier = 1;
   let hasRegionVerifier = 1;
   let skipDefaultBuilders = 1;
   let builders = [
@@ -786,7 +794,15 @@ def Hector_GemmOp : Hector_Op<"gemm", [Pure]> {
     - `scatter`: `store` writes one row per iterated row (the result space is that of the
       equivalent `hector.linear`); `accumulate_dst`/`accumulate_src` sum edge rows into their
       destination/source nodes (result `node`); `accumulate_unique` sums edge rows into their
-      unique (node, relation) pairs (result `unique_src` or `unique_dst`).
+      unique (node, relation) pairs (result `unique_src` or `unique_dst`). On rows of unique
+      pairs (`unique_dst`/`unique_src` rows, `segment relation`), `accumulate_dst` and
+      `accumulate_src` sum each pair's row into its node: a node has at most one pair per
+      relation, so the rows of one segment never meet in C, and the template adds them without
+      a workspace, segment after segment (deterministic).
+    - `plus %acc` (same type as the result): C starts from `acc` instead of zeros (or, for
+      `store`, the product is added to it): `C = acc + product`. The lowering fuses an
+      addition into the GEMM this way when `acc` has no other reader, so the sum is written
+      into `acc`'s buffer (the glue reuses it) instead of a new one.
     - Shapes follow `hector.linear`; with `transpose_b` the roles of the weight's first and
       remaining dimensions swap: `[m...] . [k, m...]^T -> [k]`, `[Hh, m...] . [Hh, k, m...]^T ->
       [Hh, k]`.
@@ -800,11 +816,12 @@ def Hector_GemmOp : Hector_Op<"gemm", [Pure]> {
   }];
   let arguments = (ins Hector_ValueType:$a, Hector_WeightType:$b,
                        Hector_SlicingAttr:$segment, Hector_GemmGatherAttr:$gather,
-                       Hector_GemmScatterAttr:$scatter, UnitAttr:$transpose_b);
+                       Hector_GemmScatterAttr:$scatter, UnitAttr:$transpose_b,
+                       Optional<Hector_ValueType>:$acc);
   let results = (outs Hector_ValueType:$result);
   let assemblyFormat = [{
     $a `,` $b `segment` $segment `gather` $gather `scatter` $scatter
-      (`transpose_b` $transpose_b^)? attr-dict
+      (`transpose_b` $transpose_b^)? (`plus` $acc^ `:` qualified(type($acc)))? attr-dict
       `:` qualified(type($a)) `,` qualified(type($b)) `->` qualified(type($result))
   }];
   let hasVerifier = 1;

@@ -12,6 +12,8 @@
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/IR/Types.h"
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
 
 #include <optional>
 #include <string>
@@ -35,6 +37,16 @@ struct RowShape {
   bool operator!=(const RowShape &other) const { return !(*this == other); }
 };
 
+/// A row shape that owns its dimensions (a computed shape, before it becomes a type).
+struct OwnedShape {
+  llvm::SmallVector<int64_t> dims;
+  int64_t headAxis = -1;
+
+  OwnedShape() = default;
+  OwnedShape(RowShape shape) : dims(shape.dims), headAxis(shape.headAxis) {}
+  RowShape view() const { return {dims, headAxis}; }
+};
+
 /// Prints a row shape as written in types, e.g. `[4h, 16]`.
 std::string formatShape(RowShape shape);
 
@@ -52,9 +64,44 @@ std::optional<RowShape> broadcastShapes(RowShape a, RowShape b);
 /// The value space a weight of the given slicing is read as by hector.slice.
 Space sliceSpace(Slicing slicing);
 
+// The type rules of the linear maps (hector.linear, hector.gemm, hector.weight_matmul and their
+// gradients), shared by the verifiers and by the passes that create such ops. Each returns
+// std::nullopt when the operands do not fit, and then, when `why` is given, the reason as the
+// verifier reports it (naming `operand`, the rows).
+
+/// The space of the rows of `x . W` for `rows` in `space` and W of `slicing` (either
+/// direction): relation-sliced W needs edge-indexed rows (edge, or the unique_* space kept),
+/// ntype-sliced W node rows; an unsliced W keeps the space.
+std::optional<Space> linearSpace(Space space, Slicing slicing, llvm::StringRef operand = "input",
+                                 std::string *why = nullptr);
+
+/// The row shape of `x . W` (contracting x's last dim with W's first), or with `transposed`
+/// of `x . W^T` (contracting x with W's trailing dims); per head for a weight `[Hh, k, m...]`.
+std::optional<OwnedShape> linearShape(RowShape x, RowShape w, bool transposed,
+                                      llvm::StringRef operand = "input",
+                                      std::string *why = nullptr);
+
+/// The slicing of a product of weights sliced `a` and `b`: at most one sliced, or both the
+/// same way; std::nullopt otherwise.
+std::optional<Slicing> productSlicing(Slicing a, Slicing b);
+
 } // namespace hector
 
 #define GET_TYPEDEF_CLASSES
 #include "hector/Dialect/HectorOpsTypes.h.inc"
+
+namespace hector {
+
+/// The type of `hector.linear` of `x` and `w` (`x . W^T` with `transposed`); see linearSpace
+/// and linearShape.
+std::optional<ValueType> linearType(ValueType x, WeightType w, bool transposed = false,
+                                    llvm::StringRef operand = "input", std::string *why = nullptr);
+
+/// The type of `hector.weight_matmul lhs, rhs`: contracts lhs's last dim with rhs's first (no
+/// head dim contracted, at most one operand with heads), slicing by productSlicing.
+std::optional<WeightType> weightMatmulType(WeightType lhs, WeightType rhs,
+                                           std::string *why = nullptr);
+
+} // namespace hector
 
 #endif // HECTOR_DIALECT_HECTORTYPES_H

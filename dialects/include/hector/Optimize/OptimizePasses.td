@@ -100,7 +100,9 @@ def Variants : Pass<"hector-variants", "mlir::ModuleOp"> {
     hector.layer @L__both    {hector.variant = "both", hector.variant_of = @L}      both
     ```
 
-    A variant whose rewrites change nothing, or that equals an earlier one, is left out. Every
+    A variant whose rewrites change nothing, or that equals an earlier one, is left out. A layer
+    that already has variants, is one, or was differentiated or derived by hector-autodiff is
+    left alone (its variants would have no backward layers). Every
     layer records the rewrites it applied and skipped (`hector.rewrites`). Run before
     hector-autodiff: each variant gets its own backward layer and inference copy.
   }];
@@ -126,7 +128,9 @@ def AnnotateCost : Pass<"hector-annotate-cost", "hector::LayerOp"> {
     ```
 
     Run it on the inter-operator IR (before hector-lower-to-kernels), after hector-autodiff so
-    that backward layers and inference copies are estimated too.
+    that backward layers and inference copies are estimated too. A layer that already has an
+    estimate keeps it (it was made before the lowering), so the pass can run again on lowered
+    IR.
   }];
 }
 

@@ -8,6 +8,7 @@
 #define HECTOR_OPTIMIZE_PASSES_H
 
 #include "hector/Dialect/HectorOps.h"
+#include "hector/Dialect/LayerRelations.h"
 
 #include "mlir/Pass/Pass.h"
 
@@ -18,21 +19,6 @@ namespace hector {
 #define GEN_PASS_DECL
 #define GEN_PASS_REGISTRATION
 #include "hector/Optimize/OptimizePasses.h.inc"
-
-/// Attribute of a layer naming its variant: "none" (the layer as written), "reorder",
-/// "compact" or "both".
-inline constexpr llvm::StringLiteral kVariantAttrName = "hector.variant";
-/// Attribute of a layer as written listing its other variants (an ArrayAttr of
-/// FlatSymbolRefAttrs), and of each variant naming the layer (a FlatSymbolRefAttr).
-inline constexpr llvm::StringLiteral kVariantsAttrName = "hector.variants";
-inline constexpr llvm::StringLiteral kVariantOfAttrName = "hector.variant_of";
-/// The rewrites a variant applied and skipped (an ArrayAttr of StringAttrs, "applies ..." /
-/// "skips ...").
-inline constexpr llvm::StringLiteral kRewritesAttrName = "hector.rewrites";
-/// The cost model's estimate (hector-annotate-cost): a DictionaryAttr with `flops` and `bytes`
-/// (DenseF64ArrayAttrs of the coefficients of N, E, U_src, U_dst, R, T, 1) and
-/// `intermediates` (an ArrayAttr of such arrays).
-inline constexpr llvm::StringLiteral kCostAttrName = "hector.cost";
 
 } // namespace hector
 

@@ -1,11 +1,11 @@
-//===- hector/common.h - Shared definitions of the kernel templates -------===//
+//===- hector/kernel_common.h - Shared definitions of the kernel templates -===//
 //
 // Enums, small structs and reduction operators shared by the CPU and CUDA
 // kernel templates. Valid C++17 for both the host compiler and nvcc.
 //
 //===----------------------------------------------------------------------===//
-#ifndef HECTOR_TEMPLATES_COMMON_H
-#define HECTOR_TEMPLATES_COMMON_H
+#ifndef HECTOR_KERNEL_COMMON_H
+#define HECTOR_KERNEL_COMMON_H
 
 #include <cstdint>
 
@@ -46,12 +46,16 @@ enum class Scatter : int {
   kStoreIndex = 2,
   kAccumulateIndex = 3,
   kAtomicAccumulateIndex = 4,
+  /// C[scatter[phys]] += row, where `scatter` is injective within each segment (rows of
+  /// unique (node, relation) pairs summed into their nodes): segments are added one after
+  /// another, the rows of one in parallel, straight into C (no workspace; deterministic).
+  kAccumulateIndexPerSegment = 5,
 };
 
 /// True when a scatter mode reads an output index array.
 HECTOR_HD constexpr bool scatterIsIndexed(Scatter s) {
   return s == Scatter::kStoreIndex || s == Scatter::kAccumulateIndex ||
-         s == Scatter::kAtomicAccumulateIndex;
+         s == Scatter::kAtomicAccumulateIndex || s == Scatter::kAccumulateIndexPerSegment;
 }
 
 /// Whether a result overwrites its destination or is added to it.
@@ -254,4 +258,4 @@ template <typename I> HECTOR_HD constexpr I ceilDiv(I a, I b) {
 } // namespace tmpl
 } // namespace hector
 
-#endif // HECTOR_TEMPLATES_COMMON_H
+#endif // HECTOR_KERNEL_COMMON_H

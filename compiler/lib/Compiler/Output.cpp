@@ -1,0 +1,77 @@
+//===- Output.cpp - Files and directories of one hectorc job --------------===//
+//
+// The error line, atomic file output and the configured tool paths (Output.h).
+//
+//===----------------------------------------------------------------------===//
+#include "Output.h"
+
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/Process.h"
+
+#include <optional>
+
+using namespace mlir;
+
+namespace hector {
+
+int fail(const llvm::Twine &message) {
+  llvm::errs() << "hectorc: error: " << message << "\n";
+  return 1;
+}
+
+int replaceWith(llvm::StringRef temp, llvm::StringRef path) {
+  llvm::SmallString<256> target(path);
+  if (llvm::sys::fs::is_symlink_file(path)) {
+    llvm::SmallString<256> real;
+    if (!llvm::sys::fs::real_path(path, real))
+      target = real;
+  }
+  if (llvm::ErrorOr<llvm::sys::fs::perms> mode = llvm::sys::fs::getPermissions(target))
+    llvm::sys::fs::setPermissions(temp, *mode);
+  if (std::error_code ec = llvm::sys::fs::rename(temp, target)) {
+    llvm::sys::fs::remove(temp);
+    return fail("cannot write '" + path + "': " + ec.message());
+  }
+  return 0;
+}
+
+int writeText(llvm::StringRef path, llvm::function_ref<LogicalResult(llvm::raw_ostream &)> print) {
+  // Printed in full before anything is written: a failure leaves no partial output, on stdout
+  // either.
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  if (failed(print(os)))
+    return 1;
+  os.flush();
+  if (path == "-") {
+    llvm::outs() << text;
+    llvm::outs().flush();
+    return 0;
+  }
+  int fd;
+  llvm::SmallString<256> temp;
+  if (std::error_code ec = llvm::sys::fs::createUniqueFile(path + ".tmp-%%%%%%%%", fd, temp))
+    return fail("cannot create '" + path + "': " + ec.message());
+  {
+    llvm::raw_fd_ostream file(fd, /*shouldClose=*/true);
+    file << text;
+    file.close();
+    if (file.has_error()) {
+      std::string message = file.error().message();
+      file.clear_error();
+      llvm::sys::fs::remove(temp);
+      return fail("cannot write '" + path + "': " + message);
+    }
+  }
+  return replaceWith(temp, path);
+}
+
+std::string configured(const char *env, const char *fallback) {
+  if (std::optional<std::string> value = llvm::sys::Process::GetEnv(env))
+    if (!value->empty())
+      return *value;
+  return fallback;
+}
+
+
+} // namespace hector

@@ -1,0 +1,47 @@
+//===- Output.h - Files and directories of one hectorc job ------*- C++ -*-===//
+//
+// What the driver and the library build share: the error line, atomic file output, temporary
+// directories and the configured tool paths. Internal to HectorCompiler.
+//
+//===----------------------------------------------------------------------===//
+#ifndef HECTOR_COMPILER_OUTPUT_H
+#define HECTOR_COMPILER_OUTPUT_H
+
+#include "mlir/Support/LogicalResult.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/ADT/Twine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <string>
+
+namespace hector {
+
+/// Prints `hectorc: error: MESSAGE` to stderr and returns exit code 1.
+int fail(const llvm::Twine &message);
+
+/// Moves the finished temporary file `temp` over `path`. A symbolic link at `path` is followed
+/// (its target is replaced, the link stays), and an existing file's permissions are kept.
+int replaceWith(llvm::StringRef temp, llvm::StringRef path);
+
+/// Writes `text` (from `print`) to `path` ("-": stdout), atomically for a file.
+int writeText(llvm::StringRef path,
+              llvm::function_ref<mlir::LogicalResult(llvm::raw_ostream &)> print);
+
+/// A directory removed (with its contents) when this object dies, unless released.
+struct TempDir {
+  std::string path;
+  ~TempDir() {
+    if (!path.empty())
+      llvm::sys::fs::remove_directories(path);
+  }
+};
+
+/// The build configuration hectorc was configured with (see compiler/lib/Compiler/CMakeLists.txt),
+/// with the environment's overrides.
+std::string configured(const char *env, const char *fallback);
+
+} // namespace hector
+
+#endif // HECTOR_COMPILER_OUTPUT_H

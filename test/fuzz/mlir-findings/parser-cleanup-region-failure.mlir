@@ -1,0 +1,3 @@
+    %12 = hector.gemm %6#2, %W_msg segment relation gather src scatter store : !hector.value<node, [4h, 16]>, !hector.weight<relation, [4h, 16, 16]> -> !hector.value<edge, [4h, 16]>
+    %13 = hector.traversal edge (%arg0 = %9, %arg1 = %8, %arg2 = %10, %arg3 = %11) : (!hector.value<edge, [4h]>, !hector.value<relation, [4h]>, !hector.value<node, [4h]>, !hector.value<node, [4h]>) -> !hector.value<edge, [4h]> {
+    %W_msg = hector.weight "W_msg" glorot : !hector.weight<relation, [4h, 16, 16]>

@@ -1,0 +1,3 @@
+    %4 = hector.traversal edge (%arg0 = %1, %arg1 = %0, %arg2 = %2, %arg3 = %3) : (!hector.value<relation, [4h, 16]>, !hector.value<edge, [4h, 16]>, !hector.value<relation, [4h, 16]>, !hector.value<edge, [4h, 16]>) -> !hector.value<edge, [4h]> {
+    %3 = hector.gemm %x, %W segment relation gather dst scatter store : !hector.value<node, [64]>, !hector.weight<relation, [64, 4h, 16]> -> !hector.value<edge, [4h, 16]>
+    }
