@@ -48,6 +48,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     options.target = "cpu";
     options.outputFile = scratch + "/out";
     options.exitOnParseError = false; // one process for every input
+    options.verifyEach = true;        // a pass that breaks the IR is found at that pass
     const int rc = hector::runCompiler(options);
     if (rc != 0 && rc != 1)
       __builtin_trap();

@@ -14,8 +14,8 @@
 #include "hector/Dialect/HectorDialect.h"
 #include "hector/Dialect/HectorOps.h"
 #include "hector/Emit/Emitter.h"
-#include "hector/Optimize/CostModel.h"
 #include "hector/Frontend/Frontend.h"
+#include "hector/Optimize/CostModel.h"
 #include "hector/Transforms/Passes.h"
 
 #include "mlir/IR/AsmState.h"
@@ -40,7 +40,6 @@
 #include <map>
 #include <new>
 #include <optional>
-
 
 using namespace mlir;
 
@@ -71,9 +70,11 @@ std::optional<std::string> parseOverride(llvm::StringRef text,
 
 /// Writes `module` to `path` ("-": stdout). A file is written to a temporary beside it and
 /// renamed into place, so that no partial output is ever visible under `path`.
+/// The module has been verified (after MLIRGen or parsing, and after the pipeline), so the
+/// printer does not verify it again.
 int writeOutput(ModuleOp module, llvm::StringRef path) {
   return writeText(path, [&](llvm::raw_ostream &os) {
-    module.print(os);
+    module.print(os, OpPrintingFlags().assumeVerified());
     os << '\n';
     return success();
   });
@@ -152,6 +153,11 @@ int runCompilerUnguarded(const CompilerOptions &options) {
     return fail("cannot open '" + options.inputFile + "': " + ec.message());
   std::string filename = options.inputFile == "-" ? "<stdin>" : options.inputFile;
 
+  // Timing of the job's stages (--mlir-timing); the pass pipeline reports under its own scope.
+  DefaultTimingManager timingManager;
+  applyDefaultTimingManagerCLOptions(timingManager);
+  TimingScope timing = timingManager.getRootScope();
+
   DialectRegistry registry;
   registry.insert<HectorDialect>();
   MLIRContext context(registry);
@@ -163,11 +169,12 @@ int runCompilerUnguarded(const CompilerOptions &options) {
   SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
 
   OwningOpRef<ModuleOp> module;
+  TimingScope inputTiming = timing.nest("Input (parse, check, generate, verify)");
   if (kind == "mlir") {
     if (const char *deep = findExcessiveNesting(sourceMgr.getMemoryBuffer(1)->getBuffer())) {
       sourceMgr.PrintMessage(llvm::SMLoc::getFromPointer(deep), llvm::SourceMgr::DK_Error,
-                             "input nested too deeply (more than " +
-                                 llvm::Twine(kMaxMlirNesting) + " levels of brackets)");
+                             "input nested too deeply (more than " + llvm::Twine(kMaxMlirNesting) +
+                                 " levels of brackets)");
       return 1;
     }
     // MLIR 19's parser can free a block while the half-parsed IR still refers to it when a
@@ -177,8 +184,8 @@ int runCompilerUnguarded(const CompilerOptions &options) {
     // before that cleanup. Verification runs separately, after a successful parse.
     {
       struct Printer : SourceMgrDiagnosticHandler {
-        using SourceMgrDiagnosticHandler::SourceMgrDiagnosticHandler;
         using SourceMgrDiagnosticHandler::emitDiagnostic;
+        using SourceMgrDiagnosticHandler::SourceMgrDiagnosticHandler;
       } printer(sourceMgr, &context);
       ScopedDiagnosticHandler parseErrors(&context, [&](Diagnostic &diag) {
         if (diag.getSeverity() != DiagnosticSeverity::Error || !options.exitOnParseError)
@@ -212,6 +219,7 @@ int runCompilerUnguarded(const CompilerOptions &options) {
       return 1;
     }
   }
+  inputTiming.stop();
 
   std::optional<GraphSizesAndBalance> explainSizes;
   if (!options.explain.empty()) {
@@ -222,13 +230,19 @@ int runCompilerUnguarded(const CompilerOptions &options) {
     explainSizes = *parsed;
   }
 
-  if (emit == "hector" && !explainSizes)
+  if (emit == "hector" && !explainSizes) {
+    TimingScope outputTiming = timing.nest("Output");
     return writeOutput(*module, options.outputFile);
+  }
 
   PassManager pm(&context, ModuleOp::getOperationName());
   if (failed(applyPassManagerCLOptions(pm)))
     return 1;
-  applyDefaultTimingPassManagerCLOptions(pm);
+  // The IR is verified once, after the pipeline: verifying after every pass costs as much as
+  // the passes on large models. --verify-each restores it, to find the pass that broke the IR.
+  pm.enableVerifier(options.verifyEach);
+  TimingScope pipelineTiming = timing.nest("Pipeline");
+  pm.enableTiming(pipelineTiming);
   // hector-compile: what `hector-opt --hector-compile` runs, with the same options.
   CompileOptions compile;
   compile.reorder = options.reorder;
@@ -238,6 +252,16 @@ int runCompilerUnguarded(const CompilerOptions &options) {
   buildCompilePipeline(pm, compile);
   if (failed(pm.run(*module)))
     return 1;
+  pipelineTiming.stop();
+  if (!options.verifyEach) {
+    TimingScope verifyTiming = timing.nest("Verify");
+    if (failed(verify(*module))) {
+      llvm::errs() << "hectorc: internal error: the IR after the compile pipeline does not "
+                      "verify (--verify-each names the pass)\n";
+      return 1;
+    }
+  }
+  TimingScope outputTiming = timing.nest("Output");
   if (explainSizes) {
     printVariantChoice(*module, explainSizes->sizes, explainSizes->balance, llvm::outs());
     llvm::outs().flush();
@@ -255,8 +279,7 @@ int runCompilerUnguarded(const CompilerOptions &options) {
                      [&](llvm::raw_ostream &os) { return emitCuda(*module, emitOptions, os); });
   if (emit == "package")
     return writePackageDir(*module, emitOptions, options.outputFile);
-  return buildLibrary(*module, emitOptions, options.portable, options.index64,
-                      options.outputFile);
+  return buildLibrary(*module, emitOptions, options.portable, options.index64, options.outputFile);
 }
 
 } // namespace

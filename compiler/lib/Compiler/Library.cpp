@@ -94,6 +94,8 @@ int buildLibrary(ModuleOp module, const EmitOptions &emitOptions, bool portable,
                  llvm::StringRef output) {
   if (output == "-")
     return fail("building a library needs an output file: -o FILE.so");
+  if (isSpecialFile(output))
+    return fail("cannot write the library to '" + output + "': not a regular file");
   std::string cmake = configured("HECTOR_CMAKE", HECTOR_CMAKE_COMMAND);
   std::string cxx = configured("HECTOR_CXX_COMPILER", HECTOR_CXX_COMPILER_PATH);
   if (cmake.empty() || !llvm::sys::fs::can_execute(cmake))

@@ -19,7 +19,41 @@ int fail(const llvm::Twine &message) {
   return 1;
 }
 
+bool isSpecialFile(llvm::StringRef path) {
+  llvm::sys::fs::file_status status;
+  if (llvm::sys::fs::status(path, status))
+    return false; // absent (or unreadable): a new file is created
+  llvm::sys::fs::file_type type = status.type();
+  return type != llvm::sys::fs::file_type::regular_file &&
+         type != llvm::sys::fs::file_type::directory_file;
+}
+
+namespace {
+
+/// Writes `text` straight into the special file `path` (a device or a FIFO has no partial
+/// state that another reader could mistake for a complete output).
+int writeSpecial(llvm::StringRef path, llvm::StringRef text) {
+  std::error_code ec;
+  llvm::raw_fd_ostream file(path, ec, llvm::sys::fs::OF_None);
+  if (ec)
+    return fail("cannot write '" + path + "': " + ec.message());
+  file << text;
+  file.close();
+  if (file.has_error()) {
+    std::string message = file.error().message();
+    file.clear_error();
+    return fail("cannot write '" + path + "': " + message);
+  }
+  return 0;
+}
+
+} // namespace
+
 int replaceWith(llvm::StringRef temp, llvm::StringRef path) {
+  if (isSpecialFile(path)) {
+    llvm::sys::fs::remove(temp);
+    return fail("cannot write '" + path + "': not a regular file");
+  }
   llvm::SmallString<256> target(path);
   if (llvm::sys::fs::is_symlink_file(path)) {
     llvm::SmallString<256> real;
@@ -40,6 +74,7 @@ int writeText(llvm::StringRef path, llvm::function_ref<LogicalResult(llvm::raw_o
   // either.
   std::string text;
   llvm::raw_string_ostream os(text);
+  os.SetBuffered(); // raw_string_ostream is unbuffered: one append per token otherwise
   if (failed(print(os)))
     return 1;
   os.flush();
@@ -48,6 +83,8 @@ int writeText(llvm::StringRef path, llvm::function_ref<LogicalResult(llvm::raw_o
     llvm::outs().flush();
     return 0;
   }
+  if (isSpecialFile(path))
+    return writeSpecial(path, text);
   int fd;
   llvm::SmallString<256> temp;
   if (std::error_code ec = llvm::sys::fs::createUniqueFile(path + ".tmp-%%%%%%%%", fd, temp))
@@ -72,6 +109,5 @@ std::string configured(const char *env, const char *fallback) {
       return *value;
   return fallback;
 }
-
 
 } // namespace hector

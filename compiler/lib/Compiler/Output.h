@@ -21,11 +21,19 @@ namespace hector {
 /// Prints `hectorc: error: MESSAGE` to stderr and returns exit code 1.
 int fail(const llvm::Twine &message);
 
+/// True if `path` names (through any symbolic links) something other than a regular file or a
+/// directory: a device such as /dev/null, a FIFO or a socket. Renaming a file over it would
+/// replace it (and, run as root, remove /dev/null).
+bool isSpecialFile(llvm::StringRef path);
+
 /// Moves the finished temporary file `temp` over `path`. A symbolic link at `path` is followed
-/// (its target is replaced, the link stays), and an existing file's permissions are kept.
+/// (its target is replaced, the link stays), and an existing file's permissions are kept. A
+/// `path` that is not a regular file (a device such as /dev/null, a FIFO) is refused, never
+/// replaced; `temp` is removed.
 int replaceWith(llvm::StringRef temp, llvm::StringRef path);
 
-/// Writes `text` (from `print`) to `path` ("-": stdout), atomically for a file.
+/// Writes `text` (from `print`) to `path` ("-": stdout), atomically for a file; into a device
+/// or FIFO (/dev/null, a pipe) directly.
 int writeText(llvm::StringRef path,
               llvm::function_ref<mlir::LogicalResult(llvm::raw_ostream &)> print);
 

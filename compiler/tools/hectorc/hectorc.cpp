@@ -38,8 +38,9 @@ int run(int argc, char **argv) {
   app.add_option("--target", options.target,
                  "Kernels to build: cpu, or cuda (CPU and CUDA; the default when hectorc "
                  "was configured with a CUDA compiler)");
-  app.add_option("--entry", options.entry,
-                 "The layer that names the library and manifest.json (default: the last forward layer)");
+  app.add_option(
+      "--entry", options.entry,
+      "The layer that names the library and manifest.json (default: the last forward layer)");
   app.add_flag("!--no-backward", options.backward,
                "Build an inference-only library: no backward layers (by default every layer "
                "gets one, derived by hector-autodiff, so that it can be trained)");
@@ -54,6 +55,9 @@ int run(int argc, char **argv) {
   app.add_flag("--index64", options.index64,
                "Also build the kernels for graphs with 64-bit indices (2^31 nodes or edges and "
                "more; by default only the 32-bit ones are built)");
+  app.add_flag("--verify-each", options.verifyEach,
+               "Verify the IR after every pass rather than once after the pipeline (to find "
+               "the pass that produced invalid IR)");
   app.add_option("--explain", options.explain,
                  "Print the cost model's comparison of each layer's variants at the given "
                  "graph sizes and the choice, instead of compiling: \"edges=E nodes=N "

@@ -49,6 +49,9 @@ struct CompilerOptions {
   /// sizes ("edges=E nodes=N relations=R ntypes=T unique-src=U unique-dst=U [balance=B]",
   /// separated by spaces or commas) instead of producing output.
   std::string explain;
+  /// Verify the IR after every pass of the pipeline rather than once after it (slower; names
+  /// the pass that produced invalid IR).
+  bool verifyEach = false;
   /// `NAME=VALUE` parameter overrides, as given on the command line.
   std::vector<std::string> paramOverrides;
   /// Dialect text: end the process (exit code 1) right after printing the first parse error,
