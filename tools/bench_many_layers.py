@@ -1,7 +1,8 @@
 """hectorc on models of many layers: N copies of examples/rgcn.hector in one file, compiled to the
 kernel-level IR (`--emit=lowered`, which runs hector-variants, autodiff and the lowering), with
-MLIR's pass timing. Prints the time of the variants pass and of the whole run per N, and the
-ratio to the smallest N divided by the ratio of N (1.0: linear).
+`--mlir-timing`. Prints, per N, the wall time of the variants pass, of the driver's stages (the
+pipeline, the one verification after it, printing the output) and of the whole run, and the
+ratios to the smallest N divided by the ratio of N (1.0: linear).
 
     .venv/bin/python tools/bench_many_layers.py            # N = 400, 800, 1600, 7000
     .venv/bin/python tools/bench_many_layers.py 100 1000
@@ -33,15 +34,25 @@ def main():
             total = time.perf_counter() - start
             if r.returncode != 0:
                 sys.exit(f"hectorc failed at N={n}:\n{r.stderr[-2000:]}")
-            m = re.search(r"^\s*[\d.]+ \(\s*[\d.]+%\)\s+([\d.]+) \(\s*[\d.]+%\)\s+Variants$",
-                          r.stderr, re.M)
-            rows.append((n, float(m.group(1)) if m else float("nan"), total))
-    n0, v0, t0 = rows[0]
-    print(f"{'layers':>7} {'variants s':>11} {'total s':>9} {'variants/linear':>16} "
-          f"{'total/linear':>13}")
-    for n, v, t in rows:
-        print(f"{n:>7} {v:>11.2f} {t:>9.2f} {(v / v0) / (n / n0):>16.2f} "
-              f"{(t / t0) / (n / n0):>13.2f}")
+            rows.append((n, *(stage_wall(r.stderr, name) for name in STAGES), total))
+    first = rows[0]
+    print(f"{'layers':>7} " + " ".join(f"{name.split()[0].lower() + ' s':>11}" for name in STAGES)
+          + f" {'total s':>9} {'variants/linear':>16} {'total/linear':>13}")
+    for row in rows:
+        n, v, t = row[0], row[1], row[-1]
+        print(f"{n:>7} " + " ".join(f"{x:>11.2f}" for x in row[1:-1]) + f" {t:>9.2f} "
+              f"{(v / first[1]) / (n / first[0]):>16.2f} {(t / first[-1]) / (n / first[0]):>13.2f}")
+
+
+#: The stages of --mlir-timing's report shown per N (the variants pass, then the driver's).
+STAGES = ("Variants", "Pipeline", "Verify", "Output")
+
+
+def stage_wall(report: str, name: str) -> float:
+    """The wall time of the stage `name` in a --mlir-timing report (NaN if it is absent)."""
+    m = re.search(r"^\s*[\d.]+ \(\s*[\d.]+%\)\s+([\d.]+) \(\s*[\d.]+%\)\s+" + re.escape(name) + "$",
+                  report, re.M)
+    return float(m.group(1)) if m else float("nan")
 
 
 if __name__ == "__main__":
