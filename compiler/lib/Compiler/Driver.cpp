@@ -22,6 +22,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Threading.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
@@ -40,6 +41,8 @@
 #include <map>
 #include <new>
 #include <optional>
+#include <string>
+#include <vector>
 
 using namespace mlir;
 
@@ -68,6 +71,45 @@ std::optional<std::string> parseOverride(llvm::StringRef text,
   return std::nullopt;
 }
 
+/// Prints `module` as `module.print(os, flags)` does, its top-level ops in parallel; false
+/// (nothing printed) where the text could differ. With local scope (no aliases, no locations),
+/// an op that is isolated from above numbers its values itself, so its text does not depend on
+/// the others: each is printed alone and indented as the module's body.
+bool printInParallel(ModuleOp module, const OpPrintingFlags &flags, llvm::raw_ostream &os) {
+  MLIRContext *context = module.getContext();
+  if (!flags.shouldUseLocalScope() || flags.shouldPrintGenericOpForm() ||
+      !context->isMultithreadingEnabled() || !module->getAttrs().empty())
+    return false;
+  std::vector<Operation *> ops;
+  for (Operation &op : *module.getBody()) {
+    if (!op.hasTrait<mlir::OpTrait::IsIsolatedFromAbove>())
+      return false;
+    ops.push_back(&op);
+  }
+  if (ops.size() < 2)
+    return false;
+  std::vector<std::string> texts(ops.size());
+  parallelFor(context, 0, ops.size(), [&](size_t i) {
+    llvm::raw_string_ostream text(texts[i]);
+    text.SetBuffered();
+    ops[i]->print(text, flags);
+    text.flush();
+  });
+  os << "module {\n";
+  for (const std::string &text : texts) {
+    llvm::StringRef rest(text);
+    while (!rest.empty()) {
+      auto [line, tail] = rest.split('\n');
+      if (!line.empty())
+        os << "  ";
+      os << line << '\n';
+      rest = tail;
+    }
+  }
+  os << '}';
+  return true;
+}
+
 /// Writes `module` to `path` ("-": stdout). A file is written to a temporary beside it and
 /// renamed into place, so that no partial output is ever visible under `path`.
 /// The module has been verified (after MLIRGen or parsing, and after the pipeline), so the
@@ -80,7 +122,8 @@ int writeOutput(ModuleOp module, llvm::StringRef path) {
     flags.assumeVerified();
     if (!flags.shouldPrintDebugInfo())
       flags.useLocalScope();
-    module.print(os, flags);
+    if (!printInParallel(module, flags, os))
+      module.print(os, flags);
     // The top-level printer ends with a newline, the local-scope one does not; hector-opt and
     // earlier output end with one more.
     os << (flags.shouldUseLocalScope() ? "\n\n" : "\n");

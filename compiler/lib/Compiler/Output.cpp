@@ -75,9 +75,10 @@ int writeText(llvm::StringRef path, llvm::function_ref<LogicalResult(llvm::raw_o
   std::string text;
   llvm::raw_string_ostream os(text);
   os.SetBuffered(); // raw_string_ostream is unbuffered: one append per token otherwise
-  if (failed(print(os)))
+  LogicalResult printed = print(os);
+  os.flush(); // a buffered stream must be empty when it is destroyed
+  if (failed(printed))
     return 1;
-  os.flush();
   if (path == "-") {
     llvm::outs() << text;
     llvm::outs().flush();
