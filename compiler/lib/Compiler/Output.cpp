@@ -30,21 +30,15 @@ bool isSpecialFile(llvm::StringRef path) {
 
 namespace {
 
-/// Writes `text` straight into the special file `path` (a device or a FIFO has no partial
-/// state that another reader could mistake for a complete output).
-int writeSpecial(llvm::StringRef path, llvm::StringRef text) {
-  std::error_code ec;
-  llvm::raw_fd_ostream file(path, ec, llvm::sys::fs::OF_None);
-  if (ec)
-    return fail("cannot write '" + path + "': " + ec.message());
+/// Writes `text` to `file` and closes it; an error names `path`.
+int writeAndClose(llvm::raw_fd_ostream &file, llvm::StringRef path, llvm::StringRef text) {
   file << text;
   file.close();
-  if (file.has_error()) {
-    std::string message = file.error().message();
-    file.clear_error();
-    return fail("cannot write '" + path + "': " + message);
-  }
-  return 0;
+  if (!file.has_error())
+    return 0;
+  std::string message = file.error().message();
+  file.clear_error();
+  return fail("cannot write '" + path + "': " + message);
 }
 
 } // namespace
@@ -84,21 +78,24 @@ int writeText(llvm::StringRef path, llvm::function_ref<LogicalResult(llvm::raw_o
     llvm::outs().flush();
     return 0;
   }
-  if (isSpecialFile(path))
-    return writeSpecial(path, text);
+  if (isSpecialFile(path)) {
+    // A device or a FIFO is written into directly: it has no partial state that another
+    // reader could mistake for a complete output, and a rename would replace it.
+    std::error_code ec;
+    llvm::raw_fd_ostream file(path, ec, llvm::sys::fs::OF_None);
+    if (ec)
+      return fail("cannot write '" + path + "': " + ec.message());
+    return writeAndClose(file, path, text);
+  }
   int fd;
   llvm::SmallString<256> temp;
   if (std::error_code ec = llvm::sys::fs::createUniqueFile(path + ".tmp-%%%%%%%%", fd, temp))
     return fail("cannot create '" + path + "': " + ec.message());
   {
     llvm::raw_fd_ostream file(fd, /*shouldClose=*/true);
-    file << text;
-    file.close();
-    if (file.has_error()) {
-      std::string message = file.error().message();
-      file.clear_error();
+    if (writeAndClose(file, path, text) != 0) {
       llvm::sys::fs::remove(temp);
-      return fail("cannot write '" + path + "': " + message);
+      return 1;
     }
   }
   return replaceWith(temp, path);
