@@ -27,6 +27,7 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/Timing.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/FileSystem.h"
@@ -39,6 +40,7 @@
 #include <exception>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <new>
 #include <optional>
 #include <string>
@@ -170,6 +172,18 @@ void registerCompilerCLOptions() {
 
 namespace {
 
+/// The IR and contexts of the jobs run with `skipTeardown`, reachable until the process exits.
+struct KeptUntilExit {
+  Operation *module;
+  MLIRContext *context;
+  KeptUntilExit *next;
+};
+KeptUntilExit *keptUntilExit = nullptr;
+
+void keepUntilExit(ModuleOp module, MLIRContext *context) {
+  keptUntilExit = new KeptUntilExit{module ? module.getOperation() : nullptr, context, keptUntilExit};
+}
+
 int runCompilerUnguarded(const CompilerOptions &options) {
   // Validate the options before touching the input.
   std::string emit = options.emit;
@@ -211,7 +225,8 @@ int runCompilerUnguarded(const CompilerOptions &options) {
 
   DialectRegistry registry;
   registry.insert<HectorDialect>();
-  MLIRContext context(registry);
+  auto ownedContext = std::make_unique<MLIRContext>(registry);
+  MLIRContext &context = *ownedContext;
   context.loadDialect<HectorDialect>();
 
   llvm::SourceMgr sourceMgr;
@@ -220,6 +235,12 @@ int runCompilerUnguarded(const CompilerOptions &options) {
   SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
 
   OwningOpRef<ModuleOp> module;
+  // Declared after the module and the context so that it runs before their destructors, at
+  // every return.
+  auto teardown = llvm::make_scope_exit([&] {
+    if (options.skipTeardown)
+      keepUntilExit(module.release(), ownedContext.release());
+  });
   TimingScope inputTiming = timing.nest("Input (parse, check, generate, verify)");
   if (kind == "mlir") {
     if (const char *deep = findExcessiveNesting(sourceMgr.getMemoryBuffer(1)->getBuffer())) {

@@ -22,6 +22,7 @@ int run(int argc, char **argv) {
   hector::registerCompilerCLOptions();
 
   hector::CompilerOptions options;
+  options.skipTeardown = true; // one job, then the process exits
   CLI::App app{"hectorc: ahead-of-time compiler for relational graph neural networks"};
   app.allow_extras();
   app.footer("MLIR debugging flags (--mlir-print-ir-after-all, --mlir-print-debuginfo,\n"

@@ -10,6 +10,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/IR/Threading.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
@@ -587,58 +588,91 @@ struct AutodiffPass : public hector::impl::AutodiffBase<AutodiffPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SymbolTable symbols(module);
-    SmallVector<LayerOp> layers(module.getOps<LayerOp>());
+    SmallVector<LayerOp> layers;
+    for (LayerOp layer : module.getOps<LayerOp>())
+      if (!layer->hasAttr(kBackwardAttrName) && !layer->hasAttr(kForwardAttrName) &&
+          !layer->hasAttr(kInferenceOfAttrName))
+        layers.push_back(layer);
+    // Serial, in the module's order: the checks (the first error stops the pass), the names,
+    // and the new layers in the module (the inference copy before the forward changes).
+    SmallVector<LayerOp> backwards;
     for (LayerOp layer : layers) {
-      if (layer->hasAttr(kBackwardAttrName) || layer->hasAttr(kForwardAttrName) ||
-          layer->hasAttr(kInferenceOfAttrName))
-        continue;
       if (failed(checkDifferentiable(layer)))
         return signalPassFailure();
-      std::string name = (layer.getSymName() + "_backward").str();
-      std::string copyName = (layer.getSymName() + "_inference").str();
-      for (const std::string &taken : {name, copyName}) {
-        if (taken == copyName && !inference)
-          continue;
-        if (Operation *clash = symbols.lookup(taken)) {
-          (layer.emitError() << "hector-autodiff: cannot name the derived layer @" << taken
-                             << ": the symbol exists")
-                  .attachNote(clash->getLoc())
-              << "defined here";
-          return signalPassFailure();
-        }
-      }
-      OpBuilder mb(layer);
-      mb.setInsertionPointAfter(layer);
-      if (inference) {
-        // The layer as it is, before it returns saved activations.
-        auto copy = cast<LayerOp>(mb.clone(*layer.getOperation()));
-        copy.setSymName(copyName);
-        // The copy is the forward's internal twin: none of the forward's hector.* relations
-        // (variants, rewrite logs, ...) apply to it.
-        for (NamedAttribute attr : llvm::to_vector(copy->getDiscardableAttrs()))
-          if (attr.getName().getValue().starts_with("hector."))
-            copy->removeDiscardableAttr(attr.getName());
-        symbols.insert(copy);
-        copy->setAttr(kInferenceOfAttrName, FlatSymbolRefAttr::get(layer.getSymNameAttr()));
-        layer->setAttr(kInferenceAttrName, FlatSymbolRefAttr::get(copy.getSymNameAttr()));
-      }
-      auto backward = mb.create<LayerOp>(layer.getLoc(), name, layer.getParamsAttr());
-      symbols.insert(backward);
-      backward->setAttr(kForwardAttrName, FlatSymbolRefAttr::get(layer.getSymNameAttr()));
-      layer->setAttr(kBackwardAttrName, FlatSymbolRefAttr::get(backward.getSymNameAttr()));
-      // A first build records which expensive results must be saved in any case, so that
-      // the real one recomputes the cheap values that only depend on those.
-      auto scratch = mb.create<LayerOp>(layer.getLoc(), name + ".scratch", DictionaryAttr());
-      BackwardBuilder demands(layer, scratch);
-      LogicalResult recorded = demands.recordDemands();
-      scratch.erase();
-      if (failed(recorded))
+      FailureOr<LayerOp> backward = declareDerived(layer, symbols);
+      if (failed(backward))
         return signalPassFailure();
-      BackwardBuilder builder(layer, backward);
-      builder.setPinned(demands.getPinned());
-      if (failed(builder.run()))
-        return signalPassFailure();
+      backwards.push_back(*backward);
     }
+    // Parallel: each backward body reads and changes only its own forward and backward layer.
+    // Diagnostics are ordered by layer, so the report does not depend on the threads.
+    ParallelDiagnosticHandler diagnostics(&getContext());
+    std::vector<char> failures(layers.size(), 0);
+    parallelFor(&getContext(), 0, layers.size(), [&](size_t i) {
+      diagnostics.setOrderIDForThread(i);
+      failures[i] = failed(buildBackward(layers[i], backwards[i]));
+      diagnostics.eraseOrderIDForThread();
+    });
+    if (llvm::is_contained(failures, 1))
+      signalPassFailure();
+  }
+
+  /// Inserts the (empty) backward layer of `layer` after it, and its inference copy where
+  /// the pass makes one, with the attributes that relate them; fails on a name clash.
+  FailureOr<LayerOp> declareDerived(LayerOp layer, SymbolTable &symbols) {
+    std::string name = (layer.getSymName() + "_backward").str();
+    std::string copyName = (layer.getSymName() + "_inference").str();
+    for (const std::string &taken : {name, copyName}) {
+      if (taken == copyName && !inference)
+        continue;
+      if (Operation *clash = symbols.lookup(taken)) {
+        (layer.emitError() << "hector-autodiff: cannot name the derived layer @" << taken
+                           << ": the symbol exists")
+                .attachNote(clash->getLoc())
+            << "defined here";
+        return failure();
+      }
+    }
+    OpBuilder mb(layer);
+    mb.setInsertionPointAfter(layer);
+    if (inference) {
+      // The layer as it is, before it returns saved activations.
+      auto copy = cast<LayerOp>(mb.clone(*layer.getOperation()));
+      copy.setSymName(copyName);
+      // The copy is the forward's internal twin: none of the forward's hector.* relations
+      // (variants, rewrite logs, ...) apply to it.
+      for (NamedAttribute attr : llvm::to_vector(copy->getDiscardableAttrs()))
+        if (attr.getName().getValue().starts_with("hector."))
+          copy->removeDiscardableAttr(attr.getName());
+      symbols.insert(copy);
+      copy->setAttr(kInferenceOfAttrName, FlatSymbolRefAttr::get(layer.getSymNameAttr()));
+      layer->setAttr(kInferenceAttrName, FlatSymbolRefAttr::get(copy.getSymNameAttr()));
+    }
+    auto backward = mb.create<LayerOp>(layer.getLoc(), name, layer.getParamsAttr());
+    symbols.insert(backward);
+    backward->setAttr(kForwardAttrName, FlatSymbolRefAttr::get(layer.getSymNameAttr()));
+    layer->setAttr(kBackwardAttrName, FlatSymbolRefAttr::get(backward.getSymNameAttr()));
+    return backward;
+  }
+
+  /// Fills `backward` with the derivative of `layer` and adds the saved outputs to `layer`.
+  static LogicalResult buildBackward(LayerOp layer, LayerOp backward) {
+    // A first build records which expensive results must be saved in any case, so that
+    // the real one recomputes the cheap values that only depend on those. It builds into a
+    // scratch layer outside the module.
+    OpBuilder detached(layer.getContext());
+    auto scratch = detached.create<LayerOp>(layer.getLoc(),
+                                            (backward.getSymName() + ".scratch").str(),
+                                            DictionaryAttr());
+    BackwardBuilder demands(layer, scratch);
+    LogicalResult recorded = demands.recordDemands();
+    llvm::DenseSet<Value> pinned = demands.getPinned();
+    scratch->destroy();
+    if (failed(recorded))
+      return failure();
+    BackwardBuilder builder(layer, backward);
+    builder.setPinned(std::move(pinned));
+    return builder.run();
   }
 };
 

@@ -17,6 +17,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OperationSupport.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/IR/Threading.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
@@ -62,6 +63,54 @@ ArrayAttr logAttr(Builder &b, const RewriteLog &log) {
   return b.getArrayAttr(lines);
 }
 
+/// The variants of one forward layer, built apart from the module (see VariantsPass).
+struct LayerVariants {
+  struct Built {
+    Variant variant;
+    LayerOp copy;
+    RewriteLog log;
+  };
+  SmallVector<Built> built;
+  /// The sites that reordering skipped, recorded on the layer itself.
+  RewriteLog baseLog;
+};
+
+/// Builds the variants of `layer` as detached layers, dropping those that change nothing or
+/// repeat an earlier one. Reads only `layer`, so layers are processed in parallel.
+LayerVariants buildVariants(LayerOp layer, bool reorder, bool compact) {
+  // The sizes are not known in advance: reordering takes the sites that pay on some graph
+  // (never one that costs more on every graph); compaction takes every legal value. Whether
+  // they pay on a graph is the runtime's choice among the variants.
+  CostPolicy reorderPolicy = CostPolicy::someGraphs();
+  CostPolicy compactPolicy = CostPolicy::always();
+  LayerVariants result;
+  SmallVector<std::string> seen = {bodyText(layer)};
+  for (Variant variant : {Variant::Reorder, Variant::Compact, Variant::Both}) {
+    bool reorders = variant == Variant::Reorder || variant == Variant::Both;
+    bool compacts = variant == Variant::Compact || variant == Variant::Both;
+    if ((reorders && !reorder) || (compacts && !compact))
+      continue;
+    LayerOp copy = layer.clone();
+    RewriteLog log;
+    unsigned applied = 0;
+    if (reorders)
+      applied += reorderLinear(copy, reorderPolicy, &log);
+    if (compacts)
+      applied += compactMaterialize(copy, compactPolicy, &log);
+    eraseDeadOps(copy);
+    std::string text = bodyText(copy);
+    if (variant == Variant::Reorder)
+      result.baseLog.skipped.append(log.skipped.begin(), log.skipped.end());
+    if (applied == 0 || llvm::is_contained(seen, text)) {
+      copy->destroy();
+      continue;
+    }
+    seen.push_back(std::move(text));
+    result.built.push_back({variant, copy, std::move(log)});
+  }
+  return result;
+}
+
 struct VariantsPass : public hector::impl::VariantsBase<VariantsPass> {
   using VariantsBase::VariantsBase;
 
@@ -71,60 +120,46 @@ struct VariantsPass : public hector::impl::VariantsBase<VariantsPass> {
     for (LayerOp layer : module.getOps<LayerOp>())
       if (!isDerived(layer) && !layer->hasAttr(kVariantsAttrName))
         layers.push_back(layer);
-    // The sizes are not known in advance: reordering takes the sites that pay on some graph
-    // (never one that costs more on every graph); compaction takes every legal value. Whether
-    // they pay on a graph is the runtime's choice among the variants.
-    CostPolicy reorderPolicy = CostPolicy::someGraphs();
-    CostPolicy compactPolicy = CostPolicy::always();
+    // The rewrites of each layer only read and clone that layer: they run in parallel (on the
+    // context's threads) into detached layers. Naming and inserting them into the module
+    // stays serial, in the module's order, so the output does not depend on the threads.
+    std::vector<LayerVariants> variants(layers.size());
+    parallelFor(&getContext(), 0, layers.size(), [&](size_t i) {
+      variants[i] = buildVariants(layers[i], reorder, compact);
+    });
     // One symbol table for the whole pass, kept up to date as variants are added: building it
     // per layer made the pass quadratic in the number of layers.
     SymbolTable symbols(module);
-    for (LayerOp layer : layers) {
+    bool clash = false;
+    for (auto [layer, built] : llvm::zip(layers, variants)) {
       Builder b(layer.getContext());
       std::string base = layer.getSymName().str();
-      SmallVector<std::string> seen = {bodyText(layer)};
       SmallVector<Attribute> refs;
       Operation *insertAfter = layer;
-      RewriteLog baseLog;
-      for (Variant variant : {Variant::Reorder, Variant::Compact, Variant::Both}) {
-        bool reorders = variant == Variant::Reorder || variant == Variant::Both;
-        bool compacts = variant == Variant::Compact || variant == Variant::Both;
-        if ((reorders && !reorder) || (compacts && !compact))
-          continue;
-        LayerOp copy = layer.clone();
-        RewriteLog log;
-        unsigned applied = 0;
-        if (reorders)
-          applied += reorderLinear(copy, reorderPolicy, &log);
-        if (compacts)
-          applied += compactMaterialize(copy, compactPolicy, &log);
-        eraseDeadOps(copy);
-        std::string text = bodyText(copy);
-        if (variant == Variant::Reorder)
-          baseLog.skipped.append(log.skipped.begin(), log.skipped.end());
-        if (applied == 0 || llvm::is_contained(seen, text)) {
+      for (LayerVariants::Built &variant : built.built) {
+        LayerOp copy = variant.copy;
+        std::string name = base + "__" + stringifyVariant(variant.variant).str();
+        if (clash || symbols.lookup(name)) {
+          if (!clash)
+            layer.emitError() << "hector-variants: the module already has a layer @" << name;
+          clash = true;
           copy->destroy();
           continue;
-        }
-        seen.push_back(text);
-        std::string name = base + "__" + stringifyVariant(variant).str();
-        if (symbols.lookup(name)) {
-          layer.emitError() << "hector-variants: the module already has a layer @" << name;
-          copy->destroy();
-          return signalPassFailure();
         }
         copy.setSymName(name);
-        copy->setAttr(kVariantAttrName, b.getStringAttr(stringifyVariant(variant)));
+        copy->setAttr(kVariantAttrName, b.getStringAttr(stringifyVariant(variant.variant)));
         copy->setAttr(kVariantOfAttrName, FlatSymbolRefAttr::get(layer.getSymNameAttr()));
-        copy->setAttr(kRewritesAttrName, logAttr(b, log));
+        copy->setAttr(kRewritesAttrName, logAttr(b, variant.log));
         symbols.insert(copy, std::next(Block::iterator(insertAfter)));
         insertAfter = copy;
         refs.push_back(FlatSymbolRefAttr::get(copy.getSymNameAttr()));
       }
       layer->setAttr(kVariantAttrName, b.getStringAttr("none"));
       layer->setAttr(kVariantsAttrName, b.getArrayAttr(refs));
-      layer->setAttr(kRewritesAttrName, logAttr(b, baseLog));
+      layer->setAttr(kRewritesAttrName, logAttr(b, built.baseLog));
     }
+    if (clash)
+      signalPassFailure();
   }
 };
 

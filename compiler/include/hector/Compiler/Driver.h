@@ -58,6 +58,11 @@ struct CompilerOptions {
   /// rather than return, which runs MLIR 19's cleanup of the half-parsed IR (unsafe after some
   /// errors; see Driver.cpp). Callers that run several jobs in one process set it to false.
   bool exitOnParseError = true;
+  /// Leave the job's IR and MLIRContext allocated when it ends instead of destroying them, for a
+  /// process that exits after one job: destroying the IR of a large model (millions of
+  /// operations) costs most of a second. They stay reachable from a global, so leak checkers
+  /// see them as live. Off for callers that run many jobs in one process.
+  bool skipTeardown = false;
 };
 
 /// Registers the MLIR command-line options hectorc honours (asm printer, context, pass manager,
