@@ -184,9 +184,19 @@ void keepUntilExit(ModuleOp module, MLIRContext *context) {
   keptUntilExit = new KeptUntilExit{module ? module.getOperation() : nullptr, context, keptUntilExit};
 }
 
-int runCompilerUnguarded(const CompilerOptions &options) {
-  // Validate the options before touching the input.
-  std::string emit = options.emit;
+/// What a job does, from its options once they are checked.
+struct Job {
+  std::string emit; ///< hector, lowered, cpp, cuda, package or library
+  std::string kind; ///< the input language: hector or mlir
+  EmitOptions emitOptions;
+  frontend::FrontendOptions frontendOptions;
+};
+
+/// Checks the options before anything touches the input; prints the error and returns 1 when
+/// they are inconsistent, 0 with `job` filled otherwise.
+int checkOptions(const CompilerOptions &options, Job &job) {
+  std::string &emit = job.emit;
+  emit = options.emit;
   if (emit.empty())
     emit = llvm::StringRef(options.outputFile).ends_with(".so") ? "library" : "hector";
   if (emit != "hector" && emit != "lowered" && emit != "cpp" && emit != "cuda" &&
@@ -195,22 +205,138 @@ int runCompilerUnguarded(const CompilerOptions &options) {
                 "' (expected hector, lowered, cpp, cuda, package or library)");
   if (!options.target.empty() && options.target != "cpu" && options.target != "cuda")
     return fail("unknown --target '" + options.target + "' (expected cpu or cuda)");
-  EmitOptions emitOptions;
-  emitOptions.cuda = options.target.empty() ? HECTOR_HAVE_CUDA : options.target == "cuda";
-  emitOptions.entry = options.entry;
-  if (emit == "cuda" && !emitOptions.cuda)
+  job.emitOptions.cuda = options.target.empty() ? HECTOR_HAVE_CUDA : options.target == "cuda";
+  job.emitOptions.entry = options.entry;
+  if (emit == "cuda" && !job.emitOptions.cuda)
     return fail("--emit=cuda with --target=cpu: there are no CUDA sources to print");
-  std::string kind = options.inputKind;
+  std::string &kind = job.kind;
+  kind = options.inputKind;
   if (kind.empty())
     kind = llvm::sys::path::extension(options.inputFile) == ".mlir" ? "mlir" : "hector";
   if (kind != "hector" && kind != "mlir")
     return fail("unknown input language '" + kind + "' (expected hector or mlir)");
-  frontend::FrontendOptions frontendOptions;
   for (const std::string &text : options.paramOverrides)
-    if (std::optional<std::string> error = parseOverride(text, frontendOptions.paramOverrides))
+    if (std::optional<std::string> error =
+            parseOverride(text, job.frontendOptions.paramOverrides))
       return fail(*error);
   if (kind == "mlir" && !options.paramOverrides.empty())
     return fail("parameters (-P) apply only to model files, not to -x mlir input");
+  return 0;
+}
+
+/// Parses and verifies the Hector dialect text in `sourceMgr`'s main buffer; null (the errors
+/// printed) when it is malformed or invalid.
+OwningOpRef<ModuleOp> parseDialectText(llvm::SourceMgr &sourceMgr, MLIRContext &context,
+                                       const CompilerOptions &options) {
+  if (const char *deep = findExcessiveNesting(sourceMgr.getMemoryBuffer(1)->getBuffer())) {
+    sourceMgr.PrintMessage(llvm::SMLoc::getFromPointer(deep), llvm::SourceMgr::DK_Error,
+                           "input nested too deeply (more than " + llvm::Twine(kMaxMlirNesting) +
+                               " levels of brackets)");
+    return nullptr;
+  }
+  // MLIR 19's parser can free a block while the half-parsed IR still refers to it when a
+  // custom op's region fails to parse after forward references (found by fuzzing: a heap
+  // corruption in its cleanup). The parser stops at its first error, and nothing has been
+  // written yet: a parse error is printed and, where the caller allows it, ends the process
+  // before that cleanup. Verification runs separately, after a successful parse.
+  OwningOpRef<ModuleOp> module;
+  {
+    struct Printer : SourceMgrDiagnosticHandler {
+      using SourceMgrDiagnosticHandler::emitDiagnostic;
+      using SourceMgrDiagnosticHandler::SourceMgrDiagnosticHandler;
+    } printer(sourceMgr, &context);
+    ScopedDiagnosticHandler parseErrors(&context, [&](Diagnostic &diag) {
+      if (diag.getSeverity() != DiagnosticSeverity::Error || !options.exitOnParseError)
+        return failure(); // to the SourceMgr handler
+      printer.emitDiagnostic(diag);
+      llvm::errs().flush();
+      std::_Exit(1);
+      return success();
+    });
+    ParserConfig config(&context, /*verifyAfterParse=*/false);
+    module = parseSourceFile<ModuleOp>(sourceMgr, config);
+  }
+  if (!module || failed(verify(*module)))
+    return nullptr;
+  return module;
+}
+
+/// Runs the front end on the model file `text` and generates its verified Hector IR; null (the
+/// errors printed) when the model is invalid.
+OwningOpRef<ModuleOp> readModelFile(const std::string &filename, const std::string &text,
+                                    MLIRContext &context, const Job &job) {
+  frontend::DiagnosticEngine frontendDiags;
+  std::optional<frontend::CheckedModule> checked =
+      frontend::checkSource(filename, text, frontendDiags, job.frontendOptions);
+  std::cerr.flush();
+  frontendDiags.print(std::cerr, text);
+  std::cerr.flush();
+  if (!checked || frontendDiags.hasErrors())
+    return nullptr;
+  OwningOpRef<ModuleOp> module = generateModule(context, *checked);
+  if (module && failed(verify(*module))) {
+    llvm::errs() << "hectorc: internal error: the generated Hector IR does not verify\n";
+    return nullptr;
+  }
+  return module;
+}
+
+/// Runs the hector-compile pipeline on `module` (without the lowering for --explain), then
+/// verifies the result once unless every pass was verified; 1 on failure.
+int runPipeline(ModuleOp module, const CompilerOptions &options, bool lower,
+                TimingScope &timing) {
+  PassManager pm(module.getContext(), ModuleOp::getOperationName());
+  if (failed(applyPassManagerCLOptions(pm)))
+    return 1;
+  // The IR is verified once, after the pipeline: verifying after every pass costs as much as
+  // the passes on large models. --verify-each restores it, to find the pass that broke the IR.
+  pm.enableVerifier(options.verifyEach);
+  TimingScope pipelineTiming = timing.nest("Pipeline");
+  pm.enableTiming(pipelineTiming);
+  // hector-compile: what `hector-opt --hector-compile` runs, with the same options.
+  CompileOptions compile;
+  compile.reorder = options.reorder;
+  compile.compact = options.compact;
+  compile.backward = options.backward;
+  compile.lower = lower;
+  buildCompilePipeline(pm, compile);
+  if (failed(pm.run(module)))
+    return 1;
+  pipelineTiming.stop();
+  if (!options.verifyEach) {
+    TimingScope verifyTiming = timing.nest("Verify");
+    if (failed(verify(module))) {
+      llvm::errs() << "hectorc: internal error: the IR after the compile pipeline does not "
+                      "verify (--verify-each names the pass)\n";
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/// Writes what `job.emit` names for the compiled `module` to the output.
+int writeResult(ModuleOp module, const CompilerOptions &options, const Job &job) {
+  const std::string &emit = job.emit;
+  const EmitOptions &emitOptions = job.emitOptions;
+  if (emit == "lowered")
+    return writeOutput(module, options.outputFile);
+  if (failed(selectEntryLayer(module, emitOptions.entry)))
+    return 1;
+  if (emit == "cpp")
+    return writeText(options.outputFile,
+                     [&](llvm::raw_ostream &os) { return emitCpp(module, emitOptions, os); });
+  if (emit == "cuda")
+    return writeText(options.outputFile,
+                     [&](llvm::raw_ostream &os) { return emitCuda(module, emitOptions, os); });
+  if (emit == "package")
+    return writePackageDir(module, emitOptions, options.outputFile);
+  return buildLibrary(module, emitOptions, options.portable, options.index64, options.outputFile);
+}
+
+int runCompilerUnguarded(const CompilerOptions &options) {
+  Job job;
+  if (int status = checkOptions(options, job))
+    return status;
 
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
       llvm::MemoryBuffer::getFileOrSTDIN(options.inputFile, /*IsText=*/true);
@@ -242,55 +368,10 @@ int runCompilerUnguarded(const CompilerOptions &options) {
       keepUntilExit(module.release(), ownedContext.release());
   });
   TimingScope inputTiming = timing.nest("Input (parse, check, generate, verify)");
-  if (kind == "mlir") {
-    if (const char *deep = findExcessiveNesting(sourceMgr.getMemoryBuffer(1)->getBuffer())) {
-      sourceMgr.PrintMessage(llvm::SMLoc::getFromPointer(deep), llvm::SourceMgr::DK_Error,
-                             "input nested too deeply (more than " + llvm::Twine(kMaxMlirNesting) +
-                                 " levels of brackets)");
-      return 1;
-    }
-    // MLIR 19's parser can free a block while the half-parsed IR still refers to it when a
-    // custom op's region fails to parse after forward references (found by fuzzing: a heap
-    // corruption in its cleanup). The parser stops at its first error, and nothing has been
-    // written yet: a parse error is printed and, where the caller allows it, ends the process
-    // before that cleanup. Verification runs separately, after a successful parse.
-    {
-      struct Printer : SourceMgrDiagnosticHandler {
-        using SourceMgrDiagnosticHandler::emitDiagnostic;
-        using SourceMgrDiagnosticHandler::SourceMgrDiagnosticHandler;
-      } printer(sourceMgr, &context);
-      ScopedDiagnosticHandler parseErrors(&context, [&](Diagnostic &diag) {
-        if (diag.getSeverity() != DiagnosticSeverity::Error || !options.exitOnParseError)
-          return failure(); // to the SourceMgr handler
-        printer.emitDiagnostic(diag);
-        llvm::errs().flush();
-        std::_Exit(1);
-        return success();
-      });
-      ParserConfig config(&context, /*verifyAfterParse=*/false);
-      module = parseSourceFile<ModuleOp>(sourceMgr, config);
-    }
-    if (!module)
-      return 1;
-    if (failed(verify(*module)))
-      return 1;
-  } else {
-    frontend::DiagnosticEngine frontendDiags;
-    std::optional<frontend::CheckedModule> checked =
-        frontend::checkSource(filename, text, frontendDiags, frontendOptions);
-    std::cerr.flush();
-    frontendDiags.print(std::cerr, text);
-    std::cerr.flush();
-    if (!checked || frontendDiags.hasErrors())
-      return 1;
-    module = generateModule(context, *checked);
-    if (!module)
-      return 1;
-    if (failed(verify(*module))) {
-      llvm::errs() << "hectorc: internal error: the generated Hector IR does not verify\n";
-      return 1;
-    }
-  }
+  module = job.kind == "mlir" ? parseDialectText(sourceMgr, context, options)
+                              : readModelFile(filename, text, context, job);
+  if (!module)
+    return 1;
   inputTiming.stop();
 
   std::optional<GraphSizesAndBalance> explainSizes;
@@ -302,56 +383,19 @@ int runCompilerUnguarded(const CompilerOptions &options) {
     explainSizes = *parsed;
   }
 
-  if (emit == "hector" && !explainSizes) {
+  if (job.emit == "hector" && !explainSizes) {
     TimingScope outputTiming = timing.nest("Output");
     return writeOutput(*module, options.outputFile);
   }
-
-  PassManager pm(&context, ModuleOp::getOperationName());
-  if (failed(applyPassManagerCLOptions(pm)))
-    return 1;
-  // The IR is verified once, after the pipeline: verifying after every pass costs as much as
-  // the passes on large models. --verify-each restores it, to find the pass that broke the IR.
-  pm.enableVerifier(options.verifyEach);
-  TimingScope pipelineTiming = timing.nest("Pipeline");
-  pm.enableTiming(pipelineTiming);
-  // hector-compile: what `hector-opt --hector-compile` runs, with the same options.
-  CompileOptions compile;
-  compile.reorder = options.reorder;
-  compile.compact = options.compact;
-  compile.backward = options.backward;
-  compile.lower = !explainSizes;
-  buildCompilePipeline(pm, compile);
-  if (failed(pm.run(*module)))
-    return 1;
-  pipelineTiming.stop();
-  if (!options.verifyEach) {
-    TimingScope verifyTiming = timing.nest("Verify");
-    if (failed(verify(*module))) {
-      llvm::errs() << "hectorc: internal error: the IR after the compile pipeline does not "
-                      "verify (--verify-each names the pass)\n";
-      return 1;
-    }
-  }
+  if (int status = runPipeline(*module, options, /*lower=*/!explainSizes, timing))
+    return status;
   TimingScope outputTiming = timing.nest("Output");
   if (explainSizes) {
     printVariantChoice(*module, explainSizes->sizes, explainSizes->balance, llvm::outs());
     llvm::outs().flush();
     return 0;
   }
-  if (emit == "lowered")
-    return writeOutput(*module, options.outputFile);
-  if (failed(selectEntryLayer(*module, emitOptions.entry)))
-    return 1;
-  if (emit == "cpp")
-    return writeText(options.outputFile,
-                     [&](llvm::raw_ostream &os) { return emitCpp(*module, emitOptions, os); });
-  if (emit == "cuda")
-    return writeText(options.outputFile,
-                     [&](llvm::raw_ostream &os) { return emitCuda(*module, emitOptions, os); });
-  if (emit == "package")
-    return writePackageDir(*module, emitOptions, options.outputFile);
-  return buildLibrary(*module, emitOptions, options.portable, options.index64, options.outputFile);
+  return writeResult(*module, options, job);
 }
 
 } // namespace
