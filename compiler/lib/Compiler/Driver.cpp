@@ -181,7 +181,8 @@ struct KeptUntilExit {
 KeptUntilExit *keptUntilExit = nullptr;
 
 void keepUntilExit(ModuleOp module, MLIRContext *context) {
-  keptUntilExit = new KeptUntilExit{module ? module.getOperation() : nullptr, context, keptUntilExit};
+  keptUntilExit =
+      new KeptUntilExit{module ? module.getOperation() : nullptr, context, keptUntilExit};
 }
 
 /// What a job does, from its options once they are checked.
@@ -216,8 +217,7 @@ int checkOptions(const CompilerOptions &options, Job &job) {
   if (kind != "hector" && kind != "mlir")
     return fail("unknown input language '" + kind + "' (expected hector or mlir)");
   for (const std::string &text : options.paramOverrides)
-    if (std::optional<std::string> error =
-            parseOverride(text, job.frontendOptions.paramOverrides))
+    if (std::optional<std::string> error = parseOverride(text, job.frontendOptions.paramOverrides))
       return fail(*error);
   if (kind == "mlir" && !options.paramOverrides.empty())
     return fail("parameters (-P) apply only to model files, not to -x mlir input");
@@ -283,8 +283,7 @@ OwningOpRef<ModuleOp> readModelFile(const std::string &filename, const std::stri
 
 /// Runs the hector-compile pipeline on `module` (without the lowering for --explain), then
 /// verifies the result once unless every pass was verified; 1 on failure.
-int runPipeline(ModuleOp module, const CompilerOptions &options, bool lower,
-                TimingScope &timing) {
+int runPipeline(ModuleOp module, const CompilerOptions &options, bool lower, TimingScope &timing) {
   PassManager pm(module.getContext(), ModuleOp::getOperationName());
   if (failed(applyPassManagerCLOptions(pm)))
     return 1;

@@ -21,6 +21,44 @@ namespace fe = hector::frontend;
 namespace hector {
 namespace {
 
+/// The number of operands an instr of `kind` takes; std::nullopt where it is not checked
+/// (inputs and weights take none, a concatenation any number).
+std::optional<size_t> arityOf(fe::OpKind kind) {
+  switch (kind) {
+  case fe::OpKind::Input:
+  case fe::OpKind::Weight:
+  case fe::OpKind::Concat:
+    return std::nullopt;
+  case fe::OpKind::Constant:
+    return 0;
+  case fe::OpKind::WeightMatmul:
+  case fe::OpKind::Linear:
+  case fe::OpKind::Dot:
+  case fe::OpKind::Add:
+  case fe::OpKind::Sub:
+  case fe::OpKind::Mul:
+  case fe::OpKind::Div:
+    return 2;
+  case fe::OpKind::Output:
+  case fe::OpKind::Src:
+  case fe::OpKind::Dst:
+  case fe::OpKind::Slice:
+  case fe::OpKind::Neg:
+  case fe::OpKind::Exp:
+  case fe::OpKind::Relu:
+  case fe::OpKind::Tanh:
+  case fe::OpKind::Sigmoid:
+  case fe::OpKind::Gelu:
+  case fe::OpKind::LeakyRelu:
+  case fe::OpKind::Aggregate:
+  case fe::OpKind::Softmax:
+  case fe::OpKind::SplitHeads:
+  case fe::OpKind::MergeHeads:
+    return 1;
+  }
+  return std::nullopt; // not a kind: createOp reports it
+}
+
 /// Generates the ops of one module; stops at the first broken contract.
 class Generator {
 public:
@@ -154,151 +192,87 @@ private:
         return failure();
       args.push_back(value);
     }
-    auto need = [&](size_t count) -> LogicalResult {
-      if (args.size() == count)
-        return success();
+    std::optional<size_t> arity = arityOf(instr.kind);
+    if (arity && args.size() != *arity)
       return emitError(where) << "internal error: instr #" << index << " has " << args.size()
-                              << " operands, expected " << count;
-    };
-
-    Operation *op = nullptr;
-    switch (instr.kind) {
-    case fe::OpKind::Input:
-      op = builder.create<InputOp>(where, type, instr.name);
-      break;
-    case fe::OpKind::Weight: {
-      std::optional<WeightInit> init =
-          instr.init.empty() ? WeightInit::Glorot : symbolizeWeightInit(instr.init);
-      if (!init)
-        return emitError(where) << "internal error: unknown initialiser '" << instr.init << "'";
-      op = builder.create<WeightOp>(where, type, instr.name, *init);
-      break;
-    }
-    case fe::OpKind::Output:
-      if (failed(need(1)))
-        return failure();
-      op = builder.create<OutputOp>(where, instr.name, args[0]);
-      break;
-    case fe::OpKind::WeightMatmul:
-      if (failed(need(2)))
-        return failure();
-      op = builder.create<WeightMatmulOp>(where, type, args[0], args[1]);
-      break;
-    case fe::OpKind::Src:
-      if (failed(need(1)))
-        return failure();
-      op = builder.create<SrcOp>(where, type, args[0]);
-      break;
-    case fe::OpKind::Dst:
-      if (failed(need(1)))
-        return failure();
-      op = builder.create<DstOp>(where, type, args[0]);
-      break;
-    case fe::OpKind::Slice:
-      if (failed(need(1)))
-        return failure();
-      op = builder.create<SliceOp>(where, type, args[0]);
-      break;
-    case fe::OpKind::Linear:
-      if (failed(need(2)))
-        return failure();
-      op = builder.create<LinearOp>(where, type, args[0], args[1]);
-      break;
-    case fe::OpKind::Dot:
-      if (failed(need(2)))
-        return failure();
-      op = builder.create<DotOp>(where, type, args[0], args[1]);
-      break;
-    case fe::OpKind::Add:
-      if (failed(need(2)))
-        return failure();
-      op = builder.create<AddOp>(where, type, args[0], args[1]);
-      break;
-    case fe::OpKind::Sub:
-      if (failed(need(2)))
-        return failure();
-      op = builder.create<SubOp>(where, type, args[0], args[1]);
-      break;
-    case fe::OpKind::Mul:
-      if (failed(need(2)))
-        return failure();
-      op = builder.create<MulOp>(where, type, args[0], args[1]);
-      break;
-    case fe::OpKind::Div:
-      if (failed(need(2)))
-        return failure();
-      op = builder.create<DivOp>(where, type, args[0], args[1]);
-      break;
-    case fe::OpKind::Neg:
-      if (failed(need(1)))
-        return failure();
-      op = builder.create<NegOp>(where, type, args[0]);
-      break;
-    case fe::OpKind::Exp:
-      if (failed(need(1)))
-        return failure();
-      op = builder.create<ExpOp>(where, type, args[0]);
-      break;
-    case fe::OpKind::Relu:
-      if (failed(need(1)))
-        return failure();
-      op = builder.create<ReluOp>(where, type, args[0]);
-      break;
-    case fe::OpKind::Tanh:
-      if (failed(need(1)))
-        return failure();
-      op = builder.create<TanhOp>(where, type, args[0]);
-      break;
-    case fe::OpKind::Sigmoid:
-      if (failed(need(1)))
-        return failure();
-      op = builder.create<SigmoidOp>(where, type, args[0]);
-      break;
-    case fe::OpKind::Gelu:
-      if (failed(need(1)))
-        return failure();
-      op = builder.create<GeluOp>(where, type, args[0]);
-      break;
-    case fe::OpKind::LeakyRelu:
-      if (failed(need(1)))
-        return failure();
-      op = builder.create<LeakyReluOp>(where, type, args[0], builder.getF64FloatAttr(instr.number));
-      break;
-    case fe::OpKind::Constant:
-      if (failed(need(0)))
-        return failure();
-      op = builder.create<ConstantOp>(where, type, builder.getF64FloatAttr(instr.number));
-      break;
-    case fe::OpKind::Aggregate:
-      if (failed(need(1)))
-        return failure();
-      op =
-          builder.create<AggregateOp>(where, type, convert(instr.aggregate), args[0], EdgeEnd::Dst);
-      break;
-    case fe::OpKind::Softmax:
-      if (failed(need(1)))
-        return failure();
-      op = builder.create<SoftmaxOp>(where, type, args[0]);
-      break;
-    case fe::OpKind::Concat:
-      op = builder.create<ConcatOp>(where, type, args);
-      break;
-    case fe::OpKind::SplitHeads:
-      if (failed(need(1)))
-        return failure();
-      op = builder.create<SplitHeadsOp>(where, type, args[0]);
-      break;
-    case fe::OpKind::MergeHeads:
-      if (failed(need(1)))
-        return failure();
-      op = builder.create<MergeHeadsOp>(where, type, args[0]);
-      break;
-    }
+                              << " operands, expected " << *arity;
+    Operation *op = createOp(index, instr, where, type, args);
     if (!op)
-      return emitError(where) << "internal error: instr #" << index << " has an unknown kind";
+      return failure();
     if (op->getNumResults() == 1)
       values[index] = op->getResult(0);
     return success();
+  }
+
+  /// Creates the op of instr #`index` with result type `type` and operands `args` (as many as
+  /// arityOf(instr.kind) says); null, with an error, when that is not possible.
+  Operation *createOp(size_t index, const fe::Instr &instr, Location where, Type type,
+                      ArrayRef<Value> args) {
+    switch (instr.kind) {
+    case fe::OpKind::Input:
+      return builder.create<InputOp>(where, type, instr.name);
+    case fe::OpKind::Weight: {
+      std::optional<WeightInit> init =
+          instr.init.empty() ? WeightInit::Glorot : symbolizeWeightInit(instr.init);
+      if (!init) {
+        emitError(where) << "internal error: unknown initialiser '" << instr.init << "'";
+        return nullptr;
+      }
+      return builder.create<WeightOp>(where, type, instr.name, *init);
+    }
+    case fe::OpKind::Output:
+      return builder.create<OutputOp>(where, instr.name, args[0]);
+    case fe::OpKind::WeightMatmul:
+      return builder.create<WeightMatmulOp>(where, type, args[0], args[1]);
+    case fe::OpKind::Src:
+      return builder.create<SrcOp>(where, type, args[0]);
+    case fe::OpKind::Dst:
+      return builder.create<DstOp>(where, type, args[0]);
+    case fe::OpKind::Slice:
+      return builder.create<SliceOp>(where, type, args[0]);
+    case fe::OpKind::Linear:
+      return builder.create<LinearOp>(where, type, args[0], args[1]);
+    case fe::OpKind::Dot:
+      return builder.create<DotOp>(where, type, args[0], args[1]);
+    case fe::OpKind::Add:
+      return builder.create<AddOp>(where, type, args[0], args[1]);
+    case fe::OpKind::Sub:
+      return builder.create<SubOp>(where, type, args[0], args[1]);
+    case fe::OpKind::Mul:
+      return builder.create<MulOp>(where, type, args[0], args[1]);
+    case fe::OpKind::Div:
+      return builder.create<DivOp>(where, type, args[0], args[1]);
+    case fe::OpKind::Neg:
+      return builder.create<NegOp>(where, type, args[0]);
+    case fe::OpKind::Exp:
+      return builder.create<ExpOp>(where, type, args[0]);
+    case fe::OpKind::Relu:
+      return builder.create<ReluOp>(where, type, args[0]);
+    case fe::OpKind::Tanh:
+      return builder.create<TanhOp>(where, type, args[0]);
+    case fe::OpKind::Sigmoid:
+      return builder.create<SigmoidOp>(where, type, args[0]);
+    case fe::OpKind::Gelu:
+      return builder.create<GeluOp>(where, type, args[0]);
+    case fe::OpKind::LeakyRelu:
+      return builder.create<LeakyReluOp>(where, type, args[0],
+                                         builder.getF64FloatAttr(instr.number));
+    case fe::OpKind::Constant:
+      return builder.create<ConstantOp>(where, type, builder.getF64FloatAttr(instr.number));
+    case fe::OpKind::Aggregate:
+      return builder.create<AggregateOp>(where, type, convert(instr.aggregate), args[0],
+                                         EdgeEnd::Dst);
+    case fe::OpKind::Softmax:
+      return builder.create<SoftmaxOp>(where, type, args[0]);
+    case fe::OpKind::Concat:
+      return builder.create<ConcatOp>(where, type, args);
+    case fe::OpKind::SplitHeads:
+      return builder.create<SplitHeadsOp>(where, type, args[0]);
+    case fe::OpKind::MergeHeads:
+      return builder.create<MergeHeadsOp>(where, type, args[0]);
+    }
+    emitError(where) << "internal error: instr #" << index << " has an unknown kind";
+    return nullptr;
   }
 
   MLIRContext &context;

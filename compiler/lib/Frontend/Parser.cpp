@@ -282,33 +282,10 @@ private:
       if (!stmt.expr)
         return poison(layer, stmt.name, stmt.nameLoc);
       break;
-    case TokKind::KwLayer: {
-      advance();
-      stmt.kind = Stmt::Kind::Instance;
-      if (!expectIdent(stmt.name, stmt.nameLoc, "a sub-layer instance name"))
+    case TokKind::KwLayer:
+      if (!parseInstance(layer, stmt))
         return;
-      if (!expect(TokKind::Equal, "'=' after sub-layer instance '" + stmt.name + "'") ||
-          !expectIdent(stmt.layerName, stmt.layerLoc, "a layer name"))
-        return poison(layer, stmt.name, stmt.nameLoc);
-      SourceLoc open = curLoc();
-      if (!expect(TokKind::LParen, "'(' after layer '" + stmt.layerName + "'"))
-        return poison(layer, stmt.name, stmt.nameLoc);
-      if (!at(TokKind::RParen)) {
-        do {
-          Binding binding;
-          if (!expectIdent(binding.name, binding.loc, "a parameter name") ||
-              !expect(TokKind::Equal, "'=' after parameter '" + binding.name + "'"))
-            return poison(layer, stmt.name, stmt.nameLoc);
-          binding.value = parseExpr();
-          if (!binding.value)
-            return poison(layer, stmt.name, stmt.nameLoc);
-          stmt.bindings.push_back(std::move(binding));
-        } while (at(TokKind::Comma) && (advance(), true));
-      }
-      if (!expectClose(TokKind::RParen, open))
-        return poison(layer, stmt.name, stmt.nameLoc);
       break;
-    }
     case TokKind::KwOutput:
       advance();
       stmt.kind = Stmt::Kind::Output;
@@ -342,6 +319,40 @@ private:
     }
     advance();
     layer.body.push_back(std::move(stmt));
+  }
+
+  /// The rest of a sub-layer instance statement after 'layer': `NAME = LAYER(P = EXPR, ...)`.
+  /// False when the statement is abandoned (its name poisoned where it was read).
+  bool parseInstance(Layer &layer, Stmt &stmt) {
+    auto abandon = [&] {
+      poison(layer, stmt.name, stmt.nameLoc);
+      return false;
+    };
+    advance();
+    stmt.kind = Stmt::Kind::Instance;
+    if (!expectIdent(stmt.name, stmt.nameLoc, "a sub-layer instance name"))
+      return false;
+    if (!expect(TokKind::Equal, "'=' after sub-layer instance '" + stmt.name + "'") ||
+        !expectIdent(stmt.layerName, stmt.layerLoc, "a layer name"))
+      return abandon();
+    SourceLoc open = curLoc();
+    if (!expect(TokKind::LParen, "'(' after layer '" + stmt.layerName + "'"))
+      return abandon();
+    if (!at(TokKind::RParen)) {
+      do {
+        Binding binding;
+        if (!expectIdent(binding.name, binding.loc, "a parameter name") ||
+            !expect(TokKind::Equal, "'=' after parameter '" + binding.name + "'"))
+          return abandon();
+        binding.value = parseExpr();
+        if (!binding.value)
+          return abandon();
+        stmt.bindings.push_back(std::move(binding));
+      } while (at(TokKind::Comma) && (advance(), true));
+    }
+    if (!expectClose(TokKind::RParen, open))
+      return abandon();
+    return true;
   }
 
   bool parseDims(std::vector<ExprPtr> &dims) {

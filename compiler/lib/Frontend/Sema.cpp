@@ -1167,22 +1167,8 @@ private:
       return Val();
     }
     const std::string &f = e.name;
-    if (f == "sqrt") {
-      if (!checkArity(e, 1, 1))
-        return Val();
-      Val a = eval(*e.args[0], ctx, scope);
-      if (a.poisoned())
-        return a;
-      if (a.kind != Val::Kind::Const) {
-        error(e.loc, "sqrt is only allowed in constant expressions (parameters and numbers)");
-        return Val();
-      }
-      if (a.number < 0) {
-        error(e.loc, "sqrt of a negative number (" + formatNumber(a.number) + ")");
-        return Val();
-      }
-      return Val::constant(std::sqrt(a.number));
-    }
+    if (f == "sqrt")
+      return evalSqrt(e, ctx, scope);
     if (ctx == Ctx::Const) {
       error(e.loc, "'" + f + "' is not allowed in a constant expression (only + - * / and sqrt)");
       return Val();
@@ -1190,34 +1176,8 @@ private:
     if (f == "matmul")
       return evalMatmul(e, ctx, scope);
     if (f == "exp" || f == "relu" || f == "tanh" || f == "sigmoid" || f == "gelu" ||
-        f == "merge_heads") {
-      if (!checkArity(e, 1, 1))
-        return Val();
-      Val a = argValue(e, 0, ctx, scope);
-      if (a.poisoned())
-        return a;
-      if (f == "merge_heads")
-        return mergeHeads(a, e.loc);
-      OpKind kind = f == "exp"       ? OpKind::Exp
-                    : f == "relu"    ? OpKind::Relu
-                    : f == "tanh"    ? OpKind::Tanh
-                    : f == "sigmoid" ? OpKind::Sigmoid
-                                     : OpKind::Gelu;
-      return emitValue(kind, {a.instr}, a.space, a.shape, e.loc);
-    }
-    if (f == "leaky_relu") {
-      if (!checkArity(e, 1, 2))
-        return Val();
-      Val a = argValue(e, 0, ctx, scope);
-      std::optional<double> slope = 0.01;
-      if (e.args.size() == 2)
-        slope = constArg(*e.args[1], scope);
-      if (a.poisoned() || !slope)
-        return Val();
-      Val r = emitValue(OpKind::LeakyRelu, {a.instr}, a.space, a.shape, e.loc);
-      (*instrs)[r.instr].number = *slope;
-      return r;
-    }
+        f == "merge_heads" || f == "leaky_relu")
+      return evalUnary(e, ctx, scope);
     if (f == "dot") {
       if (!checkArity(e, 2, 2))
         return Val();
@@ -1258,30 +1218,90 @@ private:
         return Val();
       return splitHeads(a, *heads, e.loc, e.args[1]->loc);
     }
-    if (f == "sum" || f == "mean" || f == "max") {
+    if (f == "sum" || f == "mean" || f == "max")
+      return evalAggregate(e, ctx, scope);
+    return evalSoftmax(e, ctx, scope);
+  }
+
+  /// sqrt(x): constant expressions only.
+  Val evalSqrt(const Expr &e, Ctx ctx, Scope &scope) {
+    if (!checkArity(e, 1, 1))
+      return Val();
+    Val a = eval(*e.args[0], ctx, scope);
+    if (a.poisoned())
+      return a;
+    if (a.kind != Val::Kind::Const) {
+      error(e.loc, "sqrt is only allowed in constant expressions (parameters and numbers)");
+      return Val();
+    }
+    if (a.number < 0) {
+      error(e.loc, "sqrt of a negative number (" + formatNumber(a.number) + ")");
+      return Val();
+    }
+    return Val::constant(std::sqrt(a.number));
+  }
+
+  /// The row-wise functions of one value: exp, relu, tanh, sigmoid, gelu, leaky_relu (with its
+  /// optional constant slope) and merge_heads.
+  Val evalUnary(const Expr &e, Ctx ctx, Scope &scope) {
+    const std::string &f = e.name;
+    if (f == "exp" || f == "relu" || f == "tanh" || f == "sigmoid" || f == "gelu" ||
+        f == "merge_heads") {
       if (!checkArity(e, 1, 1))
         return Val();
-      if (ctx != Ctx::Node) {
-        error(e.loc, "aggregation '" + f + "' outside a node statement (sum, mean and max " +
-                         "reduce edge values into nodes)");
-        return Val();
-      }
-      std::string outer = std::exchange(edgeContext, "the argument of '" + f + "'");
-      Val a = argValue(e, 0, Ctx::Edge, scope);
-      edgeContext = std::move(outer);
+      Val a = argValue(e, 0, ctx, scope);
       if (a.poisoned())
         return a;
-      if (!isPerEdge(a.space)) {
-        error(e.args[0]->loc, "'" + f + "' needs an edge value, got " + describeSpace(a.space));
-        return Val();
-      }
-      Val r = emitValue(OpKind::Aggregate, {a.instr}, Space::Node, a.shape, e.loc);
-      (*instrs)[r.instr].aggregate = f == "sum"    ? AggregateKind::Sum
-                                     : f == "mean" ? AggregateKind::Mean
-                                                   : AggregateKind::Max;
-      return r;
+      if (f == "merge_heads")
+        return mergeHeads(a, e.loc);
+      OpKind kind = f == "exp"       ? OpKind::Exp
+                    : f == "relu"    ? OpKind::Relu
+                    : f == "tanh"    ? OpKind::Tanh
+                    : f == "sigmoid" ? OpKind::Sigmoid
+                                     : OpKind::Gelu;
+      return emitValue(kind, {a.instr}, a.space, a.shape, e.loc);
     }
-    // softmax
+    if (!checkArity(e, 1, 2))
+      return Val();
+    Val a = argValue(e, 0, ctx, scope);
+    std::optional<double> slope = 0.01;
+    if (e.args.size() == 2)
+      slope = constArg(*e.args[1], scope);
+    if (a.poisoned() || !slope)
+      return Val();
+    Val r = emitValue(OpKind::LeakyRelu, {a.instr}, a.space, a.shape, e.loc);
+    (*instrs)[r.instr].number = *slope;
+    return r;
+  }
+
+  /// sum, mean and max of an edge value into the nodes, in a node statement.
+  Val evalAggregate(const Expr &e, Ctx ctx, Scope &scope) {
+    const std::string &f = e.name;
+    if (!checkArity(e, 1, 1))
+      return Val();
+    if (ctx != Ctx::Node) {
+      error(e.loc, "aggregation '" + f + "' outside a node statement (sum, mean and max " +
+                       "reduce edge values into nodes)");
+      return Val();
+    }
+    std::string outer = std::exchange(edgeContext, "the argument of '" + f + "'");
+    Val a = argValue(e, 0, Ctx::Edge, scope);
+    edgeContext = std::move(outer);
+    if (a.poisoned())
+      return a;
+    if (!isPerEdge(a.space)) {
+      error(e.args[0]->loc, "'" + f + "' needs an edge value, got " + describeSpace(a.space));
+      return Val();
+    }
+    Val r = emitValue(OpKind::Aggregate, {a.instr}, Space::Node, a.shape, e.loc);
+    (*instrs)[r.instr].aggregate = f == "sum"    ? AggregateKind::Sum
+                                   : f == "mean" ? AggregateKind::Mean
+                                                 : AggregateKind::Max;
+    return r;
+  }
+
+  /// softmax of an edge value over the incoming edges of each node, in an edge statement.
+  Val evalSoftmax(const Expr &e, Ctx ctx, Scope &scope) {
     if (!checkArity(e, 1, 1))
       return Val();
     if (ctx != Ctx::Edge) {

@@ -75,8 +75,8 @@ bool isCheap(Operation *op) {
 StringRef unsupportedReason(Operation *op) {
   if (isa<GemmOp, TraversalOp, YieldOp>(op))
     return "is a kernel-level op: run hector-autodiff before the lowering";
-  if (isa<WeightGradOp, AggregateGradOp, LeakyReluGradOp, GeluGradOp, NarrowOp,
-          WeightMatmulGradOp, WeightDotGradOp, WeightAddOp>(op))
+  if (isa<WeightGradOp, AggregateGradOp, LeakyReluGradOp, GeluGradOp, NarrowOp, WeightMatmulGradOp,
+          WeightDotGradOp, WeightAddOp>(op))
     return "is a backward op: differentiating a backward layer is not supported";
   if (auto linear = dyn_cast<LinearOp>(op); linear && linear.getTransposed())
     return "is a transposed linear, which only backward layers hold: differentiating a "
@@ -118,6 +118,9 @@ private:
   /// Adds the gradients of the operands of `op` given the gradient `grad` of its result; emits
   /// an error at `op` and fails when no derivative rule covers it.
   LogicalResult differentiate(Operation *op, Value grad);
+  /// The two halves of differentiate(): true when a rule covered `op` (see the definitions).
+  bool differentiateStructural(Operation *op, Value grad);
+  bool differentiateElementwise(Operation *op, Value grad);
   /// The gradient of the operand of a forward `hector.reduce` given the gradient `dy` of its
   /// result: `dy` read back on the operand's rows, or null when no rule covers the reduction.
   Value reduceGrad(ReduceOp reduce, Value dy);
@@ -276,33 +279,32 @@ Value BackwardBuilder::reduceGrad(ReduceOp reduce, Value dy) {
     return dy;
   // Edges summed into their unique pair: every edge reads its pair's gradient.
   if (perEdge && (to == Space::UniqueSrc || to == Space::UniqueDst))
-    return b.create<UniqueExpandOp>(loc, cast<ValueType>(dy.getType()).withSpace(Space::Edge),
-                                    dy);
+    return b.create<UniqueExpandOp>(loc, cast<ValueType>(dy.getType()).withSpace(Space::Edge), dy);
   // Unique pairs summed into their node: every pair reads its node's gradient.
   if (to == Space::Node && (from == Space::UniqueSrc || from == Space::UniqueDst))
-    return b.create<UniqueGatherOp>(
-        loc, cast<ValueType>(dy.getType()).withSpace(from),
-        from == Space::UniqueSrc ? EdgeEnd::Src : EdgeEnd::Dst, dy);
+    return b.create<UniqueGatherOp>(loc, cast<ValueType>(dy.getType()).withSpace(from),
+                                    from == Space::UniqueSrc ? EdgeEnd::Src : EdgeEnd::Dst, dy);
   return Value();
 }
 
-LogicalResult BackwardBuilder::differentiate(Operation *op, Value dy) {
+/// The rules of the ops that move rows between spaces, reduce or reshape them, and of the
+/// linear maps: false when `op` is none of them (or no rule covers its form).
+bool BackwardBuilder::differentiateStructural(Operation *op, Value dy) {
   Location loc = op->getLoc();
   MLIRContext *ctx = b.getContext();
   // Adds the gradient `g` of operand `x`, first summed into x's rows and shape.
   auto give = [&](Value x, Value g) { accumulate(x, reduceTo(g, x.getType())); };
   bool covered = true;
-
   llvm::TypeSwitch<Operation *>(op)
       .Case([&](SrcOp src) {
         auto type = cast<ValueType>(dy.getType()).withSpace(Space::Node);
-        give(src.getInput(), b.create<AggregateOp>(loc, type, AggregateKind::Sum, dy,
-                                                   EdgeEnd::Src));
+        give(src.getInput(),
+             b.create<AggregateOp>(loc, type, AggregateKind::Sum, dy, EdgeEnd::Src));
       })
       .Case([&](DstOp dst) {
         auto type = cast<ValueType>(dy.getType()).withSpace(Space::Node);
-        give(dst.getInput(), b.create<AggregateOp>(loc, type, AggregateKind::Sum, dy,
-                                                   EdgeEnd::Dst));
+        give(dst.getInput(),
+             b.create<AggregateOp>(loc, type, AggregateKind::Sum, dy, EdgeEnd::Dst));
       })
       .Case([&](UniqueGatherOp gather) { give(gather.getInput(), dy); })
       .Case([&](UniqueExpandOp expand) { give(expand.getInput(), dy); })
@@ -331,11 +333,11 @@ LogicalResult BackwardBuilder::differentiate(Operation *op, Value dy) {
       .Case([&](WeightDotOp dot) {
         Value lhs = dot.getLhs(), rhs = dot.getRhs();
         if (wants(lhs))
-          give(lhs, b.create<WeightDotGradOp>(loc, lhs.getType(), /*rhs=*/false, dy,
-                                              materialize(rhs)));
+          give(lhs,
+               b.create<WeightDotGradOp>(loc, lhs.getType(), /*rhs=*/false, dy, materialize(rhs)));
         if (wants(rhs))
-          give(rhs, b.create<WeightDotGradOp>(loc, rhs.getType(), /*rhs=*/true, dy,
-                                              materialize(lhs)));
+          give(rhs,
+               b.create<WeightDotGradOp>(loc, rhs.getType(), /*rhs=*/true, dy, materialize(lhs)));
       })
       .Case([&](ReduceOp reduce) {
         Value dx = reduceGrad(reduce, dy);
@@ -344,6 +346,75 @@ LogicalResult BackwardBuilder::differentiate(Operation *op, Value dy) {
         else
           covered = false;
       })
+      .Case([&](AggregateOp aggregate) {
+        Value x = aggregate.getInput();
+        EdgeEnd by = aggregate.getBy();
+        auto dyType = cast<ValueType>(dy.getType());
+        auto endType = dyType.withSpace(by == EdgeEnd::Src ? Space::Src : Space::Dst);
+        Value dx;
+        switch (aggregate.getKind()) {
+        case AggregateKind::Sum:
+          if (by == EdgeEnd::Src)
+            dx = b.create<SrcOp>(loc, endType, dy);
+          else
+            dx = b.create<DstOp>(loc, endType, dy);
+          break;
+        case AggregateKind::Mean:
+          dx = b.create<AggregateGradOp>(loc, endType, AggregateKind::Mean, dy, Value(), by);
+          break;
+        case AggregateKind::Max:
+          dx = b.create<AggregateGradOp>(loc, dyType.withSpace(Space::Edge), AggregateKind::Max, dy,
+                                         materialize(x), by);
+          break;
+        }
+        give(x, dx);
+      })
+      .Case([&](SoftmaxOp softmax) {
+        // ds = alpha * (dalpha - dst(sum_dst(alpha * dalpha)))
+        Value alpha = materialize(softmax.getResult());
+        Value weighted = binary<MulOp>(loc, alpha, dy);
+        auto weightedType = cast<ValueType>(weighted.getType());
+        Value sum = b.create<AggregateOp>(loc, weightedType.withSpace(Space::Node),
+                                          AggregateKind::Sum, weighted, EdgeEnd::Dst);
+        Value perEdge = b.create<DstOp>(loc, weightedType.withSpace(Space::Dst), sum);
+        Value centred = binary<SubOp>(loc, dy, perEdge);
+        give(softmax.getInput(), binary<MulOp>(loc, alpha, centred));
+      })
+      .Case([&](ConcatOp concat) {
+        auto dyType = cast<ValueType>(dy.getType());
+        int64_t offset = 0;
+        for (Value input : concat.getInputs()) {
+          RowShape shape = cast<ValueType>(input.getType()).getShape();
+          if (wants(input)) {
+            auto type = ValueType::get(ctx, dyType.getSpace(), shape);
+            give(input, b.create<NarrowOp>(loc, type, dy, b.getI64IntegerAttr(offset)));
+          }
+          offset += shape.dims.back();
+        }
+      })
+      .Case([&](SplitHeadsOp split) {
+        Value x = split.getInput();
+        auto type =
+            cast<ValueType>(x.getType()).withSpace(cast<ValueType>(dy.getType()).getSpace());
+        give(x, b.create<MergeHeadsOp>(loc, type, dy));
+      })
+      .Case([&](MergeHeadsOp merge) {
+        Value x = merge.getInput();
+        auto type =
+            cast<ValueType>(x.getType()).withSpace(cast<ValueType>(dy.getType()).getSpace());
+        give(x, b.create<SplitHeadsOp>(loc, type, dy));
+      })
+      .Default([&](Operation *) { covered = false; });
+  return covered;
+}
+
+/// The rules of the row-wise arithmetic and activation ops: false when `op` is none of them.
+bool BackwardBuilder::differentiateElementwise(Operation *op, Value dy) {
+  Location loc = op->getLoc();
+  // Adds the gradient `g` of operand `x`, first summed into x's rows and shape.
+  auto give = [&](Value x, Value g) { accumulate(x, reduceTo(g, x.getType())); };
+  bool covered = true;
+  llvm::TypeSwitch<Operation *>(op)
       .Case([&](DotOp dot) {
         Value lhs = dot.getLhs(), rhs = dot.getRhs();
         if (wants(lhs))
@@ -412,71 +483,16 @@ LogicalResult BackwardBuilder::differentiate(Operation *op, Value dy) {
         Value x = gelu.getInput();
         give(x, binary<GeluGradOp>(loc, dy, materialize(x)));
       })
-      .Case([&](AggregateOp aggregate) {
-        Value x = aggregate.getInput();
-        EdgeEnd by = aggregate.getBy();
-        auto dyType = cast<ValueType>(dy.getType());
-        auto endType = dyType.withSpace(by == EdgeEnd::Src ? Space::Src : Space::Dst);
-        Value dx;
-        switch (aggregate.getKind()) {
-        case AggregateKind::Sum:
-          if (by == EdgeEnd::Src)
-            dx = b.create<SrcOp>(loc, endType, dy);
-          else
-            dx = b.create<DstOp>(loc, endType, dy);
-          break;
-        case AggregateKind::Mean:
-          dx = b.create<AggregateGradOp>(loc, endType, AggregateKind::Mean, dy, Value(), by);
-          break;
-        case AggregateKind::Max:
-          dx = b.create<AggregateGradOp>(loc, dyType.withSpace(Space::Edge), AggregateKind::Max,
-                                         dy, materialize(x), by);
-          break;
-        }
-        give(x, dx);
-      })
-      .Case([&](SoftmaxOp softmax) {
-        // ds = alpha * (dalpha - dst(sum_dst(alpha * dalpha)))
-        Value alpha = materialize(softmax.getResult());
-        Value weighted = binary<MulOp>(loc, alpha, dy);
-        auto weightedType = cast<ValueType>(weighted.getType());
-        Value sum = b.create<AggregateOp>(loc, weightedType.withSpace(Space::Node),
-                                          AggregateKind::Sum, weighted, EdgeEnd::Dst);
-        Value perEdge = b.create<DstOp>(loc, weightedType.withSpace(Space::Dst), sum);
-        Value centred = binary<SubOp>(loc, dy, perEdge);
-        give(softmax.getInput(), binary<MulOp>(loc, alpha, centred));
-      })
-      .Case([&](ConcatOp concat) {
-        auto dyType = cast<ValueType>(dy.getType());
-        int64_t offset = 0;
-        for (Value input : concat.getInputs()) {
-          RowShape shape = cast<ValueType>(input.getType()).getShape();
-          if (wants(input)) {
-            auto type = ValueType::get(ctx, dyType.getSpace(), shape);
-            give(input, b.create<NarrowOp>(loc, type, dy, b.getI64IntegerAttr(offset)));
-          }
-          offset += shape.dims.back();
-        }
-      })
-      .Case([&](SplitHeadsOp split) {
-        Value x = split.getInput();
-        auto type = cast<ValueType>(x.getType())
-                        .withSpace(cast<ValueType>(dy.getType()).getSpace());
-        give(x, b.create<MergeHeadsOp>(loc, type, dy));
-      })
-      .Case([&](MergeHeadsOp merge) {
-        Value x = merge.getInput();
-        auto type = cast<ValueType>(x.getType())
-                        .withSpace(cast<ValueType>(dy.getType()).getSpace());
-        give(x, b.create<SplitHeadsOp>(loc, type, dy));
-      })
       .Default([&](Operation *) { covered = false; });
-  if (covered)
+  return covered;
+}
+
+LogicalResult BackwardBuilder::differentiate(Operation *op, Value dy) {
+  if (differentiateElementwise(op, dy) || differentiateStructural(op, dy))
     return success();
   return op->emitError() << "hector-autodiff: no derivative rule for '" << op->getName()
-                         << "' with operand types " << op->getOperandTypes()
-                         << " and result type " << op->getResultTypes()
-                         << ": its operands' gradients cannot be computed";
+                         << "' with operand types " << op->getOperandTypes() << " and result type "
+                         << op->getResultTypes() << ": its operands' gradients cannot be computed";
 }
 
 void BackwardBuilder::orderInputs() {
@@ -661,9 +677,8 @@ struct AutodiffPass : public hector::impl::AutodiffBase<AutodiffPass> {
     // the real one recomputes the cheap values that only depend on those. It builds into a
     // scratch layer outside the module.
     OpBuilder detached(layer.getContext());
-    auto scratch = detached.create<LayerOp>(layer.getLoc(),
-                                            (backward.getSymName() + ".scratch").str(),
-                                            DictionaryAttr());
+    auto scratch = detached.create<LayerOp>(
+        layer.getLoc(), (backward.getSymName() + ".scratch").str(), DictionaryAttr());
     BackwardBuilder demands(layer, scratch);
     LogicalResult recorded = demands.recordDemands();
     llvm::DenseSet<Value> pinned = demands.getPinned();

@@ -124,9 +124,8 @@ struct VariantsPass : public hector::impl::VariantsBase<VariantsPass> {
     // context's threads) into detached layers. Naming and inserting them into the module
     // stays serial, in the module's order, so the output does not depend on the threads.
     std::vector<LayerVariants> variants(layers.size());
-    parallelFor(&getContext(), 0, layers.size(), [&](size_t i) {
-      variants[i] = buildVariants(layers[i], reorder, compact);
-    });
+    parallelFor(&getContext(), 0, layers.size(),
+                [&](size_t i) { variants[i] = buildVariants(layers[i], reorder, compact); });
     // One symbol table for the whole pass, kept up to date as variants are added: building it
     // per layer made the pass quadratic in the number of layers.
     SymbolTable symbols(module);
