@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 #include "hector/Compiler/MLIRGen.h"
 
+#include "hector/Dialect/HectorDialect.h"
 #include "hector/Dialect/HectorOps.h"
 
 #include "mlir/IR/Builders.h"
@@ -44,11 +45,8 @@ std::optional<size_t> arityOf(fe::OpKind kind) {
   case fe::OpKind::Dst:
   case fe::OpKind::Slice:
   case fe::OpKind::Neg:
-  case fe::OpKind::Exp:
-  case fe::OpKind::Relu:
-  case fe::OpKind::Tanh:
-  case fe::OpKind::Sigmoid:
-  case fe::OpKind::Gelu:
+#define HECTOR_UNARY_FUNCTION(kind, spelling) case fe::OpKind::kind:
+#include "hector/Frontend/UnaryFunctions.def"
   case fe::OpKind::LeakyRelu:
   case fe::OpKind::Aggregate:
   case fe::OpKind::Softmax:
@@ -204,6 +202,23 @@ private:
     return success();
   }
 
+  /// Creates `hector.<spelling>`, the op of an elementwise function of UnaryFunctions.def (an
+  /// op with the UnaryFunction trait, whose result has its operand's type); null, with an
+  /// error, when the dialect has no such op.
+  Operation *createUnaryFunction(StringRef spelling, Location where, Type type, Value operand) {
+    std::string name = (HectorDialect::getDialectNamespace() + "." + spelling).str();
+    std::optional<RegisteredOperationName> op = RegisteredOperationName::lookup(name, &context);
+    if (!op || !op->hasTrait<hector::OpTrait::UnaryFunction>()) {
+      emitError(where) << "internal error: '" << spelling
+                       << "' has no elementwise function op in the Hector dialect";
+      return nullptr;
+    }
+    OperationState state(where, *op);
+    state.addOperands(operand);
+    state.addTypes(type);
+    return builder.create(state);
+  }
+
   /// Creates the op of instr #`index` with result type `type` and operands `args` (as many as
   /// arityOf(instr.kind) says); null, with an error, when that is not possible.
   Operation *createOp(size_t index, const fe::Instr &instr, Location where, Type type,
@@ -244,16 +259,10 @@ private:
       return builder.create<DivOp>(where, type, args[0], args[1]);
     case fe::OpKind::Neg:
       return builder.create<NegOp>(where, type, args[0]);
-    case fe::OpKind::Exp:
-      return builder.create<ExpOp>(where, type, args[0]);
-    case fe::OpKind::Relu:
-      return builder.create<ReluOp>(where, type, args[0]);
-    case fe::OpKind::Tanh:
-      return builder.create<TanhOp>(where, type, args[0]);
-    case fe::OpKind::Sigmoid:
-      return builder.create<SigmoidOp>(where, type, args[0]);
-    case fe::OpKind::Gelu:
-      return builder.create<GeluOp>(where, type, args[0]);
+#define HECTOR_UNARY_FUNCTION(kind, spelling)                                                      \
+  case fe::OpKind::kind:                                                                           \
+    return createUnaryFunction(spelling, where, type, args[0]);
+#include "hector/Frontend/UnaryFunctions.def"
     case fe::OpKind::LeakyRelu:
       return builder.create<LeakyReluOp>(where, type, args[0],
                                          builder.getF64FloatAttr(instr.number));

@@ -106,16 +106,10 @@ const char *opKindName(OpKind kind) {
     return "div";
   case OpKind::Neg:
     return "neg";
-  case OpKind::Exp:
-    return "exp";
-  case OpKind::Relu:
-    return "relu";
-  case OpKind::Tanh:
-    return "tanh";
-  case OpKind::Sigmoid:
-    return "sigmoid";
-  case OpKind::Gelu:
-    return "gelu";
+#define HECTOR_UNARY_FUNCTION(kind, spelling)                                                      \
+  case OpKind::kind:                                                                               \
+    return spelling;
+#include "hector/Frontend/UnaryFunctions.def"
   case OpKind::LeakyRelu:
     return "leaky_relu";
   case OpKind::Constant:

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -124,11 +125,22 @@ enum class Phase {
   Call,    ///< a sub-layer call: inputs, value statements, outputs
 };
 
+/// The OpKind of the elementwise function `name` (UnaryFunctions.def), if it is one.
+std::optional<OpKind> unaryFunctionKind(const std::string &name) {
+  static const std::map<std::string, OpKind> kinds = {
+#define HECTOR_UNARY_FUNCTION(kind, spelling) {spelling, OpKind::kind},
+#include "hector/Frontend/UnaryFunctions.def"
+  };
+  auto it = kinds.find(name);
+  return it == kinds.end() ? std::nullopt : std::optional<OpKind>(it->second);
+}
+
 const std::set<std::string> &builtinNames() {
   static const std::set<std::string> names = {
-      "exp", "relu",    "tanh",   "sigmoid",     "gelu",       "leaky_relu",
-      "dot", "linear",  "concat", "matmul",      "sum",        "mean",
-      "max", "softmax", "sqrt",   "split_heads", "merge_heads"};
+#define HECTOR_UNARY_FUNCTION(kind, spelling) spelling,
+#include "hector/Frontend/UnaryFunctions.def"
+      "leaky_relu", "dot", "linear", "concat", "matmul", "sum", "mean", "max", "softmax", "sqrt",
+      "split_heads", "merge_heads"};
   return names;
 }
 
@@ -1175,8 +1187,7 @@ private:
     }
     if (f == "matmul")
       return evalMatmul(e, ctx, scope);
-    if (f == "exp" || f == "relu" || f == "tanh" || f == "sigmoid" || f == "gelu" ||
-        f == "merge_heads" || f == "leaky_relu")
+    if (unaryFunctionKind(f) || f == "merge_heads" || f == "leaky_relu")
       return evalUnary(e, ctx, scope);
     if (f == "dot") {
       if (!checkArity(e, 2, 2))
@@ -1241,12 +1252,11 @@ private:
     return Val::constant(std::sqrt(a.number));
   }
 
-  /// The row-wise functions of one value: exp, relu, tanh, sigmoid, gelu, leaky_relu (with its
+  /// The row-wise functions of one value: those of UnaryFunctions.def, leaky_relu (with its
   /// optional constant slope) and merge_heads.
   Val evalUnary(const Expr &e, Ctx ctx, Scope &scope) {
     const std::string &f = e.name;
-    if (f == "exp" || f == "relu" || f == "tanh" || f == "sigmoid" || f == "gelu" ||
-        f == "merge_heads") {
+    if (f != "leaky_relu") {
       if (!checkArity(e, 1, 1))
         return Val();
       Val a = argValue(e, 0, ctx, scope);
@@ -1254,12 +1264,7 @@ private:
         return a;
       if (f == "merge_heads")
         return mergeHeads(a, e.loc);
-      OpKind kind = f == "exp"       ? OpKind::Exp
-                    : f == "relu"    ? OpKind::Relu
-                    : f == "tanh"    ? OpKind::Tanh
-                    : f == "sigmoid" ? OpKind::Sigmoid
-                                     : OpKind::Gelu;
-      return emitValue(kind, {a.instr}, a.space, a.shape, e.loc);
+      return emitValue(*unaryFunctionKind(f), {a.instr}, a.space, a.shape, e.loc);
     }
     if (!checkArity(e, 1, 2))
       return Val();

@@ -67,8 +67,8 @@ bool isGather(Operation *op) {
 /// Cheap ops: O(1) work per element of the result. Their results are recomputed when that
 /// needs no saved value beyond those already saved.
 bool isCheap(Operation *op) {
-  return isGather(op) || isa<ConstantOp, NegOp, ExpOp, ReluOp, TanhOp, SigmoidOp, GeluOp,
-                             LeakyReluOp, AddOp, SubOp, MulOp, DivOp, ConcatOp>(op);
+  return isGather(op) || op->hasTrait<hector::OpTrait::Elementwise>() ||
+         isa<ConstantOp, ConcatOp>(op);
 }
 
 /// Why `op` cannot appear in a layer being differentiated, or an empty string when it can.

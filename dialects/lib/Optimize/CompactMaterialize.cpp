@@ -7,6 +7,8 @@
 //===----------------------------------------------------------------------===//
 #include "Sites.h"
 
+#include "hector/Dialect/HectorDialect.h"
+
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/raw_ostream.h"
@@ -20,10 +22,19 @@ namespace {
 /// or anything else (edge data, reductions, softmax).
 enum Dependence : unsigned { OnSrc = 1, OnDst = 2, OnRelation = 4, OnOther = 8 };
 
-/// Ops recomputed per unique pair: products and elementwise ops of the traversal body.
+/// The kinds of op recomputed per unique pair: products, elementwise ops and head reshapes of
+/// the traversal body.
+bool isPairwiseKind(OperationName name) {
+  return name.hasTrait<hector::OpTrait::Elementwise>() ||
+         llvm::is_contained({LinearOp::getOperationName(), DotOp::getOperationName(),
+                             ConcatOp::getOperationName(), SplitHeadsOp::getOperationName(),
+                             MergeHeadsOp::getOperationName()},
+                            name.getStringRef());
+}
+
+/// Ops recomputed per unique pair (a transposed linear map is a backward op: never).
 bool isPairwise(Operation *op) {
-  return isa<LinearOp, DotOp, AddOp, SubOp, MulOp, DivOp, NegOp, ExpOp, ReluOp, TanhOp,
-             SigmoidOp, GeluOp, LeakyReluOp, ConcatOp, SplitHeadsOp, MergeHeadsOp>(op) &&
+  return isPairwiseKind(op->getName()) &&
          !(isa<LinearOp>(op) && cast<LinearOp>(op).getTransposed());
 }
 
@@ -80,9 +91,7 @@ struct CompactValue : public SitePattern {
   EdgeEnd side;
 
   unsigned onSide() const { return side == EdgeEnd::Src ? OnSrc : OnDst; }
-  Space uniqueSpace() const {
-    return side == EdgeEnd::Src ? Space::UniqueSrc : Space::UniqueDst;
-  }
+  Space uniqueSpace() const { return side == EdgeEnd::Src ? Space::UniqueSrc : Space::UniqueDst; }
 
   /// True when `value` is computed from the side's node, the relation and constants only,
   /// with some per-edge work (not a bare gather).
@@ -140,8 +149,8 @@ struct CompactValue : public SitePattern {
             gather->isBeforeInBlock(&*rewriter.getInsertionPoint()))
           result = gather;
       if (!result)
-        result = rewriter.create<UniqueGatherOp>(def->getLoc(), inSpace(value.getType(), uniqueSpace()),
-                                                 side, node);
+        result = rewriter.create<UniqueGatherOp>(
+            def->getLoc(), inSpace(value.getType(), uniqueSpace()), side, node);
     } else if (auto expand = dyn_cast<UniqueExpandOp>(def)) {
       result = expand.getInput();
     } else {
@@ -167,8 +176,8 @@ struct CompactValue : public SitePattern {
     rewriter.replaceAllUsesWith(value, expanded);
     std::string text;
     llvm::raw_string_ostream os(text);
-    os << "on " << stringifySpace(uniqueSpace()) << " rows ("
-       << mapped.size() << " ops), read through unique_expand";
+    os << "on " << stringifySpace(uniqueSpace()) << " rows (" << mapped.size()
+       << " ops), read through unique_expand";
     return text;
   }
 };
@@ -178,15 +187,10 @@ struct CompactValue : public SitePattern {
 unsigned hector::compactMaterialize(LayerOp layer, const CostPolicy &policy, RewriteLog *log) {
   MLIRContext *context = layer.getContext();
   RewritePatternSet patterns(context);
-  for (StringRef name : {LinearOp::getOperationName(), DotOp::getOperationName(),
-                         AddOp::getOperationName(), SubOp::getOperationName(),
-                         MulOp::getOperationName(), DivOp::getOperationName(),
-                         NegOp::getOperationName(), ExpOp::getOperationName(),
-                         ReluOp::getOperationName(), TanhOp::getOperationName(),
-                         SigmoidOp::getOperationName(), GeluOp::getOperationName(),
-                         LeakyReluOp::getOperationName(), ConcatOp::getOperationName(),
-                         SplitHeadsOp::getOperationName(), MergeHeadsOp::getOperationName()})
-    for (EdgeEnd side : {EdgeEnd::Src, EdgeEnd::Dst})
-      patterns.add<CompactValue>(context, name, side, policy, log);
+  // Every kind of op that compaction recomputes per unique pair roots a site.
+  for (RegisteredOperationName name : context->getRegisteredOperations())
+    if (name.getDialectNamespace() == HectorDialect::getDialectNamespace() && isPairwiseKind(name))
+      for (EdgeEnd side : {EdgeEnd::Src, EdgeEnd::Dst})
+        patterns.add<CompactValue>(context, name.getStringRef(), side, policy, log);
   return applySites(layer, patterns, log);
 }

@@ -32,8 +32,8 @@ Value throughGather(Value value) {
 /// True for the elementwise ops that stop a reassociation (nothing affine or non-linear is
 /// moved across).
 bool isNonLinear(Operation *op) {
-  return op && isa<AddOp, SubOp, MulOp, DivOp, NegOp, ExpOp, ReluOp, TanhOp, SigmoidOp, GeluOp,
-                   LeakyReluOp, SoftmaxOp, ConcatOp, SplitHeadsOp, MergeHeadsOp>(op);
+  return op && (op->hasTrait<hector::OpTrait::Elementwise>() ||
+                isa<SoftmaxOp, ConcatOp, SplitHeadsOp, MergeHeadsOp>(op));
 }
 
 /// Rewrites `(x W) . a` into `x (W a)`: `dot(slice(a), linear(x, W)) => linear(x, P)` with
@@ -107,8 +107,8 @@ struct DotOfLinear : public OpSitePattern<DotOp> {
       product = rewriter.create<WeightMatmulOp>(loc, type, w, a);
     else
       product = rewriter.create<WeightDotOp>(loc, type, w, a);
-    rewriter.replaceOpWithNewOp<LinearOp>(op, op.getResult().getType(), linear.getInput(),
-                                          product, /*transposed=*/false);
+    rewriter.replaceOpWithNewOp<LinearOp>(op, op.getResult().getType(), linear.getInput(), product,
+                                          /*transposed=*/false);
     return "dot(" + describe(a) + ", linear(x, " + describe(w) + ")) => linear(x, " +
            (vector ? "weight_matmul(" : "weight_dot(") + describe(w) + ", " + describe(a) + "))";
   }
@@ -171,8 +171,7 @@ struct LinearOfLinear : public OpSitePattern<LinearOp> {
     Location loc = op.getLoc();
     rewriter.setInsertionPoint(op);
     WeightType type = *weightMatmulType(inner.getWeight().getType(), op.getWeight().getType());
-    Value product =
-        rewriter.create<WeightMatmulOp>(loc, type, inner.getWeight(), op.getWeight());
+    Value product = rewriter.create<WeightMatmulOp>(loc, type, inner.getWeight(), op.getWeight());
     Value x = inner.getInput();
     if (gather) {
       Type gathered = inSpace(x.getType(), spaceOf(op.getInput()));
@@ -188,8 +187,8 @@ struct LinearOfLinear : public OpSitePattern<LinearOp> {
     return wrap + DotOfLinear::describe(inner.getWeight()) + ")" + (gather ? ")" : "") + ", " +
            DotOfLinear::describe(op.getWeight()) + ") => linear(" +
            (gather ? end + "(h)" : std::string("x")) + ", weight_matmul(" +
-           DotOfLinear::describe(inner.getWeight()) + ", " +
-           DotOfLinear::describe(op.getWeight()) + "))";
+           DotOfLinear::describe(inner.getWeight()) + ", " + DotOfLinear::describe(op.getWeight()) +
+           "))";
   }
 };
 
@@ -269,15 +268,19 @@ struct AggregateOfLinear : public OpSitePattern<AggregateOp> {
       Value sum = rewriter.create<AggregateOp>(loc, inSpace(rows.getType(), Space::Node),
                                                AggregateKind::Sum, rows, EdgeEnd::Dst);
       rewriter.replaceOpWithNewOp<LinearOp>(op, resultType, sum, weight, false);
-      return "aggregate sum (" + scaled + "linear(y, " + name + ")) by dst => linear(aggregate "
-             "sum (" + scaled + "y) by dst, " + name + ")";
+      return "aggregate sum (" + scaled + "linear(y, " + name +
+             ")) by dst => linear(aggregate "
+             "sum (" +
+             scaled + "y) by dst, " + name + ")";
     }
     Value pairs = rewriter.create<ReduceOp>(loc, inSpace(rows.getType(), Space::UniqueDst), rows);
-    Value product = rewriter.create<LinearOp>(loc, inSpace(resultType, Space::UniqueDst), pairs,
-                                              weight, false);
+    Value product =
+        rewriter.create<LinearOp>(loc, inSpace(resultType, Space::UniqueDst), pairs, weight, false);
     rewriter.replaceOpWithNewOp<ReduceOp>(op, resultType, product);
-    return "aggregate sum (" + scaled + "linear(y, " + name + ")) by dst => reduce(linear("
-           "reduce(" + scaled + "y -> unique_dst), " + name + ") -> node)";
+    return "aggregate sum (" + scaled + "linear(y, " + name +
+           ")) by dst => reduce(linear("
+           "reduce(" +
+           scaled + "y -> unique_dst), " + name + ") -> node)";
   }
 };
 

@@ -24,10 +24,10 @@
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 
-#include <functional>
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
+#include <functional>
 
 namespace hector {
 #define GEN_PASS_DEF_LOWERTOKERNELS
@@ -216,8 +216,7 @@ private:
       auto gemm = reduce.getInput().getDefiningOp<GemmOp>();
       auto result = dyn_cast<ValueType>(reduce.getResult().getType());
       if (!gemm || !isFusibleGemm(gemm) || gemm.getScatter() != GemmScatter::Store ||
-          gemm.getSegment() != Slicing::Relation || !result ||
-          result.getSpace() != Space::Node ||
+          gemm.getSegment() != Slicing::Relation || !result || result.getSpace() != Space::Node ||
           result.getShape() != reduce.getInput().getType().getShape())
         continue;
       Space rows = reduce.getInput().getType().getSpace();
@@ -328,7 +327,7 @@ private:
   }
   /// Elementwise functions that cost far more than a load per element.
   static bool isTranscendental(Operation *op) {
-    return isa<ExpOp, TanhOp, SigmoidOp, GeluOp, GeluGradOp>(op);
+    return op->hasTrait<hector::OpTrait::Transcendental>();
   }
 
   /// Whether computing the edge value `value` again costs more than loading it: its tree holds
@@ -571,9 +570,9 @@ private:
     for (Value root : group.roots)
       resultTypes.push_back(root.getType());
     SmallVector<Value> inputs(leaves.begin(), leaves.end());
-    auto traversal = b.create<TraversalOp>(group.roots.front().getLoc(), resultTypes,
-                                           TraversalKindAttr::get(b.getContext(), group.key.kind),
-                                           inputs);
+    auto traversal =
+        b.create<TraversalOp>(group.roots.front().getLoc(), resultTypes,
+                              TraversalKindAttr::get(b.getContext(), group.key.kind), inputs);
     Block *block = new Block();
     traversal.getBodyRegion().push_back(block);
     IRMapping mapping;

@@ -50,7 +50,9 @@ enum class OpKind {
   Linear,       // operands: value, weight
   Dot,          // operands: value, value
   Add, Sub, Mul, Div,
-  Neg, Exp, Relu, Tanh, Sigmoid, Gelu,
+  Neg,
+#define HECTOR_UNARY_FUNCTION(kind, spelling) kind,
+#include "hector/Frontend/UnaryFunctions.def"
   LeakyRelu,    // number = slope
   Constant,     // number = value; result space None, shape []
   Aggregate,    // aggregate = sum|mean|max; operand: edge-indexed value; result space Node

@@ -25,6 +25,19 @@ namespace OpTrait {
 template <typename ConcreteType>
 class TraversalBody : public mlir::OpTrait::TraitBase<ConcreteType, TraversalBody> {};
 
+/// The row-wise elementwise ops of the layer language (HectorOps.td, Hector_Elementwise).
+template <typename ConcreteType>
+class Elementwise : public mlir::OpTrait::TraitBase<ConcreteType, Elementwise> {};
+
+/// Elementwise ops far costlier than a load per element (HectorOps.td, Hector_Transcendental).
+template <typename ConcreteType>
+class Transcendental : public mlir::OpTrait::TraitBase<ConcreteType, Transcendental> {};
+
+/// Elementwise functions of one operand named by their mnemonic in the model language, the
+/// kernels' functors and ATen (HectorOps.td, Hector_UnaryFunction).
+template <typename ConcreteType>
+class UnaryFunction : public mlir::OpTrait::TraitBase<ConcreteType, UnaryFunction> {};
+
 } // namespace OpTrait
 
 /// Verifies a binary elementwise op: space join and prefix broadcasting of its operands, and a

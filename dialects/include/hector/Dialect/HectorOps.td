@@ -18,6 +18,28 @@ def Hector_TraversalBody : NativeOpTrait<"TraversalBody"> {
   let cppNamespace = "::hector::OpTrait";
 }
 
+/// Marks the row-wise elementwise ops of the layer language (arithmetic and activations): each
+/// element of the result is a function of the same element of its operands. The passes read
+/// it: reordering moves no linear map across such an op, compaction recomputes it per unique
+/// pair, autodiff recomputes it rather than saving its result.
+def Hector_Elementwise : NativeOpTrait<"Elementwise"> {
+  let cppNamespace = "::hector::OpTrait";
+}
+
+/// Marks the elementwise ops that cost far more than a load per element (exp, tanh, ...): the
+/// lowering stores their results rather than computing them again in a second pass.
+def Hector_Transcendental : NativeOpTrait<"Transcendental"> {
+  let cppNamespace = "::hector::OpTrait";
+}
+
+/// Marks the elementwise functions of one operand that are named by their mnemonic: a model
+/// file calls `tanh(x)` (compiler/include/hector/Frontend/UnaryFunctions.def), a kernel
+/// `::hector::emit::ops::tanh<T>(x)` (codegen-templates/hector/emit/graph_view.h) and the glue
+/// `at::tanh(x)`.
+def Hector_UnaryFunction : NativeOpTrait<"UnaryFunction"> {
+  let cppNamespace = "::hector::OpTrait";
+}
+
 //===----------------------------------------------------------------------===//
 // Structure
 //===----------------------------------------------------------------------===//
@@ -343,7 +365,7 @@ def Hector_WeightGradOp : Hector_Op<"weight_grad", [Pure]> {
 
 /// Binary elementwise op with space join and prefix broadcasting of row shapes.
 class Hector_BinaryOp<string mnemonic, string what>
-    : Hector_Op<mnemonic, [Pure, Hector_TraversalBody]> {
+    : Hector_Op<mnemonic, [Pure, Hector_TraversalBody, Hector_Elementwise]> {
   let arguments = (ins Hector_ValueType:$lhs, Hector_ValueType:$rhs);
   let results = (outs Hector_ValueType:$result);
   let assemblyFormat = [{
@@ -380,8 +402,9 @@ def Hector_MulOp : Hector_BinaryOp<"mul", "product">;
 def Hector_DivOp : Hector_BinaryOp<"div", "quotient">;
 
 /// Unary elementwise op: the result has the operand's type.
-class Hector_UnaryOp<string mnemonic, string what>
-    : Hector_Op<mnemonic, [Pure, SameOperandsAndResultType, Hector_TraversalBody]> {
+class Hector_UnaryOp<string mnemonic, string what, list<Trait> traits = []>
+    : Hector_Op<mnemonic, !listconcat([Pure, SameOperandsAndResultType, Hector_TraversalBody,
+                                       Hector_Elementwise], traits)> {
   let summary = "elementwise " # what;
   let description = [{
     Elementwise }] # what # [{ of a value; the result has the operand's type.
@@ -398,14 +421,21 @@ class Hector_UnaryOp<string mnemonic, string what>
 }
 
 def Hector_NegOp : Hector_UnaryOp<"neg", "negation">;
-def Hector_ExpOp : Hector_UnaryOp<"exp", "exponential">;
-def Hector_ReluOp : Hector_UnaryOp<"relu", "ReLU">;
-def Hector_TanhOp : Hector_UnaryOp<"tanh", "hyperbolic tangent">;
-def Hector_SigmoidOp : Hector_UnaryOp<"sigmoid", "logistic sigmoid">;
-def Hector_GeluOp : Hector_UnaryOp<"gelu", "GELU (exact, erf-based)">;
+
+/// An elementwise function of one operand (see Hector_UnaryFunction).
+class Hector_UnaryFunctionOp<string mnemonic, string what, list<Trait> traits = []>
+    : Hector_UnaryOp<mnemonic, what, !listconcat([Hector_UnaryFunction], traits)>;
+
+def Hector_ExpOp : Hector_UnaryFunctionOp<"exp", "exponential", [Hector_Transcendental]>;
+def Hector_ReluOp : Hector_UnaryFunctionOp<"relu", "ReLU">;
+def Hector_TanhOp : Hector_UnaryFunctionOp<"tanh", "hyperbolic tangent", [Hector_Transcendental]>;
+def Hector_SigmoidOp : Hector_UnaryFunctionOp<"sigmoid", "logistic sigmoid",
+                                              [Hector_Transcendental]>;
+def Hector_GeluOp : Hector_UnaryFunctionOp<"gelu", "GELU (exact, erf-based)",
+                                           [Hector_Transcendental]>;
 
 def Hector_LeakyReluOp : Hector_Op<"leaky_relu", [
-    Pure, SameOperandsAndResultType, Hector_TraversalBody]> {
+    Pure, SameOperandsAndResultType, Hector_TraversalBody, Hector_Elementwise]> {
   let summary = "elementwise leaky ReLU";
   let description = [{
     `x` where `x >= 0`, `slope * x` elsewhere; the result has the operand's type.
@@ -635,8 +665,9 @@ def Hector_AggregateGradOp : Hector_Op<"aggregate_grad", [Pure, Hector_Traversal
 
 /// Gradient of an elementwise activation: `grad * f'(input)`, with space join and prefix
 /// broadcasting as the binary elementwise ops.
-class Hector_ActivationGradOp<string mnemonic, string what, dag extraArgs, string extraFormat>
-    : Hector_Op<mnemonic, [Pure, Hector_TraversalBody]> {
+class Hector_ActivationGradOp<string mnemonic, string what, dag extraArgs, string extraFormat,
+                              list<Trait> traits = []>
+    : Hector_Op<mnemonic, !listconcat([Pure, Hector_TraversalBody], traits)> {
   let arguments = !con((ins Hector_ValueType:$grad, Hector_ValueType:$input), extraArgs);
   let results = (outs Hector_ValueType:$result);
   let assemblyFormat = "$grad `,` $input " # extraFormat # [{ attr-dict `:`
@@ -666,7 +697,8 @@ def Hector_LeakyReluGradOp : Hector_ActivationGradOp<"leaky_relu_grad", "leaky R
   }];
 }
 
-def Hector_GeluGradOp : Hector_ActivationGradOp<"gelu_grad", "exact (erf-based) GELU", (ins), ""> {
+def Hector_GeluGradOp : Hector_ActivationGradOp<"gelu_grad", "exact (erf-based) GELU", (ins), "",
+                                                [Hector_Transcendental]> {
   let description = [{
     `grad * (Phi(input) + input * phi(input))`, with `Phi(x) = (1 + erf(x / sqrt(2))) / 2` and
     `phi(x) = exp(-x^2 / 2) / sqrt(2 pi)`.
