@@ -24,7 +24,8 @@
 namespace hector {
 namespace {
 
-/// The library ABI this runtime reads (the manifest's "format"; Emitter.cpp's kLibraryAbi).
+/// The library ABI this runtime reads (the manifest's "format"; kLibraryAbi in
+/// compiler/lib/Emit/EmitterInternal.h).
 constexpr int kLibraryAbi = 3;
 constexpr char kAbiSection[] = ".hector_abi";
 constexpr char kAbiPrefix[] = "hectorc library abi ";

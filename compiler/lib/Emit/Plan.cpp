@@ -1,0 +1,552 @@
+//===- Plan.cpp - The plan of a module's layers ---------------------------===//
+//
+// Plans every layer of a module: a kernel (its kind and name) for each top-level op of the
+// kernel-level IR, or an error at an op the emitter cannot place; the glue's tensor names; the
+// graph structures the printed code reads; the points where the glue releases intermediates and
+// the memory a call holds; the namespaces of the layers a layer names (backward, inference,
+// variants).
+//
+//===----------------------------------------------------------------------===//
+#include "EmitterInternal.h"
+
+#include "hector/Dialect/LayerRelations.h"
+#include "hector/Emit/Emitter.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/xxhash.h"
+
+#include <algorithm>
+
+using namespace mlir;
+
+namespace hector {
+namespace emit {
+
+//===----------------------------------------------------------------------===//
+// Values of the plan
+//===----------------------------------------------------------------------===//
+
+bool isSavedOutput(OutputOp output) { return output.getName().starts_with("saved."); }
+bool isSavedInput(InputOp input) { return input.getName().starts_with("saved."); }
+
+Space spaceOf(Value v) {
+  if (auto value = dyn_cast<ValueType>(v.getType()))
+    return value.getSpace();
+  return sliceSpace(cast<WeightType>(v.getType()).getSlicing());
+}
+
+ArrayRef<int64_t> dimsOf(Type type) {
+  if (auto value = dyn_cast<ValueType>(type))
+    return value.getDims();
+  return cast<WeightType>(type).getDims();
+}
+
+std::optional<Space> pairSpaceOf(TraversalOp op) {
+  if (op.getKind() != TraversalKind::Edge || op.getNumResults() == 0)
+    return std::nullopt;
+  Space first = cast<ValueType>(op.getResult(0).getType()).getSpace();
+  if (first != Space::UniqueSrc && first != Space::UniqueDst)
+    return std::nullopt;
+  for (Type type : op.getResultTypes())
+    if (cast<ValueType>(type).getSpace() != first)
+      return std::nullopt;
+  return first;
+}
+
+std::optional<Space> pairSumSpaceOf(TraversalOp op) {
+  if (op.getKind() != TraversalKind::Node)
+    return std::nullopt;
+  for (Operation &inner : op.getBodyRegion().front())
+    if (auto reduce = dyn_cast<ReduceOp>(inner); reduce && reduce.isPairSum())
+      return cast<ValueType>(reduce.getResult().getType()).getSpace();
+  return std::nullopt;
+}
+
+//===----------------------------------------------------------------------===//
+// Kernels
+//===----------------------------------------------------------------------===//
+
+/// Checks that a traversal's body is printable.
+static LogicalResult checkTraversal(TraversalOp op) {
+  for (Operation &inner : op.getBodyRegion().front().without_terminator()) {
+    if (isa<SoftmaxOp>(inner))
+      return inner.emitError("hector.softmax must be decomposed before emission (the pipeline "
+                             "runs --hector-decompose-softmax)");
+    if (isa<AggregateOp>(inner) && op.getKind() == TraversalKind::Edge)
+      return inner.emitError("an edge traversal cannot reduce into nodes");
+  }
+  if (pairSpaceOf(op) || pairSumSpaceOf(op))
+    return success(); // the verifier checked the results' space
+  for (Type type : op.getResultTypes()) {
+    Space space = cast<ValueType>(type).getSpace();
+    bool edge = isEdgeIndexed(space) && space != Space::UniqueSrc && space != Space::UniqueDst;
+    if (op.getKind() == TraversalKind::Edge ? !edge : space != Space::Node)
+      return op.emitError() << "cannot emit a " << stringifyTraversalKind(op.getKind())
+                            << " traversal with a result indexed by " << stringifySpace(space);
+  }
+  return success();
+}
+
+/// Whether `op` is a GEMM or a weight gradient over relation, node-type or unsliced rows (a
+/// linear map of weights, such as a projected relation embedding): at most R or T rows, which
+/// the glue multiplies with ATen.
+static bool onWeightRows(Operation *op) {
+  auto weightRows = [](Value v) {
+    Space space = spaceOf(v);
+    return space == Space::Relation || space == Space::NType || space == Space::None;
+  };
+  if (auto gemm = dyn_cast<GemmOp>(op))
+    return gemm.getGather() == GemmGather::None && weightRows(gemm.getA());
+  if (auto grad = dyn_cast<WeightGradOp>(op))
+    return weightRows(grad.getInput()) && weightRows(grad.getGrad());
+  return false;
+}
+
+/// Checks that a top-level op the glue computes with ATen reads rows it can broadcast: the
+/// result's own rows or a single (unsliced) row.
+static LogicalResult checkGlueOp(Operation *op) {
+  if (isa<WeightAddOp, WeightMatmulGradOp, WeightDotOp, WeightDotGradOp, ConstantOp>(op))
+    return success();
+  if (auto gemm = dyn_cast<GemmOp>(op)) {
+    if (gemm.getSegment() != Slicing::None || gemm.getScatter() != GemmScatter::Store)
+      return op->emitError() << "a linear map of values indexed by "
+                             << stringifySpace(spaceOf(gemm.getA()))
+                             << " needs an unsliced weight and a stored result";
+    return success();
+  }
+  if (auto grad = dyn_cast<WeightGradOp>(op)) {
+    if (grad.getResult().getType().getSlicing() != Slicing::None ||
+        spaceOf(grad.getInput()) != spaceOf(grad.getGrad()))
+      return op->emitError() << "the weight gradient of a linear map of values indexed by "
+                             << stringifySpace(spaceOf(grad.getGrad()))
+                             << " needs an unsliced weight and operands on the same rows";
+    return success();
+  }
+  if (auto grad = dyn_cast<AggregateGradOp>(op)) {
+    if (grad.getKind() == AggregateKind::Max && grad.getInput())
+      return success();
+    return op->emitError("a mean aggregation's gradient belongs in a traversal (lower the "
+                         "layer with --hector-lower-to-kernels)");
+  }
+  if (auto reduce = dyn_cast<ReduceOp>(op)) {
+    Space from = reduce.getInput().getType().getSpace(), to = spaceOf(reduce.getResult());
+    if (from == to || to == Space::None)
+      return success();
+    return op->emitError() << "cannot emit a sum of rows indexed by " << stringifySpace(from)
+                           << " into rows indexed by " << stringifySpace(to);
+  }
+  Space to = spaceOf(op->getResult(0));
+  if (isEdgeIndexed(to) || to == Space::Node)
+    return op->emitError() << "'" << op->getName() << "' on rows indexed by " << stringifySpace(to)
+                           << " belongs in a traversal (lower the layer with "
+                              "--hector-lower-to-kernels)";
+  for (Value operand : op->getOperands()) {
+    Space from = spaceOf(operand);
+    if (from != to && from != Space::None)
+      return op->emitError() << "cannot broadcast rows indexed by " << stringifySpace(from)
+                             << " to rows indexed by " << stringifySpace(to);
+  }
+  return success();
+}
+
+/// The name of the kernel of `op`, the `index`th top-level op of the layer: what runs it and
+/// its configuration (`rgat_k0_gemm_relation_gsrc_sstore_h4_k64_n16`).
+static std::string kernelName(LayerPlan &plan, size_t index, Operation *op) {
+  std::string base = identifier(plan.layer.getSymName()) + "_k" + std::to_string(index) + "_";
+  if (auto gemm = dyn_cast<GemmOp>(op); gemm && !onWeightRows(op)) {
+    FailureOr<GemmConfig> c = gemmConfig(gemm);
+    std::string name = base + "gemm_" + stringifySlicing(gemm.getSegment()).str() + "_g" +
+                       stringifyGemmGather(gemm.getGather()).str() + "_s" +
+                       stringifyGemmScatter(gemm.getScatter()).str();
+    if (gemm.getTransposeB())
+      name += "_tb";
+    if (gemm.getAcc())
+      name += "_acc";
+    if (succeeded(c))
+      name += "_h" + std::to_string(c->heads) + "_k" + std::to_string(c->k) + "_n" +
+              std::to_string(c->n);
+    return name;
+  }
+  if (auto matmul = dyn_cast<WeightMatmulOp>(op)) {
+    GemmConfig c = weightProductConfig(matmul);
+    RowShape lhs = matmul.getLhs().getType().getShape();
+    return base + "wgemm_" + stringifySlicing(matmul.getLhs().getType().getSlicing()).str() + "_" +
+           stringifySlicing(matmul.getRhs().getType().getSlicing()).str() + "_m" +
+           std::to_string(numElements(lhs.dims.drop_back())) + "_k" + std::to_string(c.k) + "_n" +
+           std::to_string(c.n);
+  }
+  if (isa<WeightGradOp>(op))
+    return base + "wgrad";
+  if (auto reduce = dyn_cast<ReduceOp>(op))
+    return base + (rowSumConfig(reduce) ? "segsum" : "rowsum");
+  if (!isa<TraversalOp>(op))
+    return base + "glue";
+  auto traversal = cast<TraversalOp>(op);
+  if (pairSumSpaceOf(traversal))
+    return base + "pair_traversal_r" + std::to_string(traversal.getNumResults());
+  return base + stringifyTraversalKind(traversal.getKind()).str() + "_traversal_p" +
+         std::to_string(passesOf(traversal)) + "_r" + std::to_string(traversal.getNumResults());
+}
+
+/// Plans one layer: the tensors of its inputs, weights and outputs, and a kernel (its kind,
+/// name and result tensors) for every other top-level op of its kernel-level IR, or an error
+/// at an op that is not one. `moduleHash`: a hash of the whole module and the target (see
+/// planModule).
+static FailureOr<LayerPlan> planLayer(LayerOp layer, uint64_t moduleHash) {
+  LayerPlan plan;
+  plan.layer = layer;
+  std::string text;
+  llvm::raw_string_ostream textStream(text);
+  // Local scope: the layer is isolated from above, and printing it within the module's scope
+  // would number the whole module again for every layer (quadratic in the number of layers).
+  layer->print(textStream, OpPrintingFlags().printGenericOpForm().useLocalScope());
+  text += "\n" + llvm::utohexstr(moduleHash);
+  plan.id = identifier(layer.getSymName()) + "_" +
+            llvm::utohexstr(llvm::xxh3_64bits(text), /*LowerCase=*/true).substr(0, 8);
+  for (Operation &op : layer.getBodyRegion().front()) {
+    if (auto input = dyn_cast<InputOp>(op)) {
+      plan.tensors[input.getResult()] = "in" + std::to_string(plan.inputs.size());
+      plan.inputs.push_back(input);
+    } else if (auto weight = dyn_cast<WeightOp>(op)) {
+      plan.tensors[weight.getResult()] = "w" + std::to_string(plan.weights.size());
+      plan.weights.push_back(weight);
+    } else if (auto slice = dyn_cast<SliceOp>(op)) {
+      plan.tensors[slice.getResult()] = plan.tensors.lookup(slice.getInput());
+    } else if (auto output = dyn_cast<OutputOp>(op)) {
+      if (auto value = dyn_cast<ValueType>(output.getValue().getType())) {
+        Space space = value.getSpace();
+        bool unique = space == Space::UniqueSrc || space == Space::UniqueDst;
+        if (space != Space::Node && space != Space::Edge && space != Space::Src &&
+            space != Space::Dst && !(unique && isSavedOutput(output)))
+          return output.emitError() << "cannot emit an output indexed by " << stringifySpace(space);
+      }
+      plan.outputs.push_back(output);
+    } else if (isa<SrcOp, DstOp, UniqueGatherOp>(op)) {
+      // A gather at the top level is fused into the weight gradients that read it.
+      Value table = op.getOperand(op.getNumOperands() - 1);
+      std::string gather;
+      if (isa<SrcOp>(op))
+        gather = "g.sortedSrc";
+      else if (isa<DstOp>(op))
+        gather = "g.sortedDst";
+      else
+        gather = cast<UniqueGatherOp>(op).getSide() == EdgeEnd::Src ? "g.uniqueSrc" : "g.uniqueDst";
+      for (Operation *user : op.getResult(0).getUsers())
+        if (!isa<WeightGradOp>(user))
+          return user->emitError("reads a top-level gather; only hector.weight_grad fuses one "
+                                 "(lower the layer with --hector-lower-to-kernels)");
+      plan.gathers[op.getResult(0)] = {table, gather};
+      plan.tensors[op.getResult(0)] = plan.tensors.lookup(table);
+    } else if (isa<GemmOp, TraversalOp, WeightMatmulOp, WeightGradOp, ReduceOp, WeightAddOp,
+                   WeightMatmulGradOp, WeightDotOp, WeightDotGradOp, AddOp, SubOp, MulOp, DivOp,
+                   NegOp, ExpOp, ReluOp, TanhOp, SigmoidOp, GeluOp, LeakyReluOp, LeakyReluGradOp,
+                   GeluGradOp, DotOp, ConcatOp, NarrowOp, SplitHeadsOp, MergeHeadsOp, ConstantOp,
+                   AggregateGradOp>(op)) {
+      KernelKind kind = KernelKind::Glue;
+      if (onWeightRows(&op)) {
+        if (failed(checkGlueOp(&op)))
+          return failure();
+      } else if (auto gemm = dyn_cast<GemmOp>(op)) {
+        if (failed(gemmConfig(gemm)))
+          return failure();
+        kind = KernelKind::Gemm;
+      } else if (auto traversal = dyn_cast<TraversalOp>(op)) {
+        if (failed(checkTraversal(traversal)))
+          return failure();
+        kind = KernelKind::Traversal;
+      } else if (isa<WeightMatmulOp>(op)) {
+        kind = KernelKind::WeightProduct;
+      } else if (isa<ReduceOp>(op) && rowSumConfig(cast<ReduceOp>(op))) {
+        kind = KernelKind::RowSum;
+      } else if (isa<WeightGradOp>(op) ||
+                 (isa<ReduceOp>(op) && reduceSumsRows(cast<ReduceOp>(op)))) {
+        if (failed(weightGradConfig(&op, plan)))
+          return failure();
+        kind = KernelKind::WeightGrad;
+      } else if (failed(checkGlueOp(&op))) {
+        return failure();
+      }
+      size_t index = plan.kernels.size();
+      for (auto [i, result] : llvm::enumerate(op.getResults()))
+        plan.tensors[result] = "t" + std::to_string(index) + "_" + std::to_string(i);
+      plan.kernels.push_back({&op, kernelName(plan, index, &op), kind});
+    } else {
+      return op.emitError() << "'" << op.getName()
+                            << "' is not a kernel-level op: lower the layer first "
+                               "(--emit=lowered shows the kernel-level IR)";
+    }
+  }
+  return plan;
+}
+
+//===----------------------------------------------------------------------===//
+// What a call reads and holds
+//===----------------------------------------------------------------------===//
+
+/// The graph structures that emitted code reads: every GraphView array `g.<field>` and graph
+/// accessor `graph.<field>()` it names, and the arrays of the GraphView views it builds.
+static graph_schema::GraphStructureMask structuresNamedIn(StringRef text) {
+  using graph_schema::GraphStructure;
+  using graph_schema::maskOf;
+  graph_schema::GraphStructureMask mask = 0;
+  // `g.<field>` not followed by more of an identifier, or `graph.<field>()`.
+  auto named = [&](const std::string &field) {
+    std::string member = "g." + field;
+    for (size_t at = text.find(member); at != StringRef::npos; at = text.find(member, at + 1)) {
+      bool before = at > 0 && (llvm::isAlnum(text[at - 1]) || text[at - 1] == '_');
+      size_t end = at + member.size();
+      bool after = end < text.size() && (llvm::isAlnum(text[end]) || text[end] == '_');
+      if (!before && !after)
+        return true;
+    }
+    return text.contains("graph." + field + "()");
+  };
+  for (int k = 0; k < graph_schema::kNumGraphStructures; ++k)
+    if (named(graph_schema::graphStructures()[k].field))
+      mask |= graph_schema::GraphStructureMask(1) << k;
+  auto view = [&](StringRef call, std::initializer_list<GraphStructure> reads) {
+    if (text.contains(call))
+      for (GraphStructure r : reads)
+        mask |= maskOf(r);
+  };
+  view("g.edges()",
+       {GraphStructure::in_ptr, GraphStructure::sorted_src, GraphStructure::sorted_etype});
+  view("g.inCsr()", {GraphStructure::in_ptr, GraphStructure::sorted_src});
+  view("g.outCsr()",
+       {GraphStructure::out_ptr, GraphStructure::out_pos, GraphStructure::sorted_dst});
+  view("g.uniqueSrcPairs()", {GraphStructure::unique_src_ptr, GraphStructure::unique_src});
+  view("g.uniqueDstPairs()", {GraphStructure::unique_dst_ptr, GraphStructure::unique_dst});
+  view("graph.sortEdgeData(", {GraphStructure::edge_perm});
+  view("graph.unsortEdgeData(", {GraphStructure::edge_perm});
+  return mask;
+}
+
+/// Fills plan.structures: what the CPU kernels and the glue of the layer read (the CUDA
+/// kernels read the same arrays), and the pair counts of the spaces its tensors have.
+static void computeStructures(LayerPlan &plan) {
+  using graph_schema::GraphStructure;
+  using graph_schema::maskOf;
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  (void)printKernels(plan, /*cuda=*/false, os);
+  for (const Kernel &kernel : plan.kernels)
+    if (kernel.kind == KernelKind::Glue)
+      printGlueOp(plan, kernel, os);
+  graph_schema::GraphStructureMask mask = structuresNamedIn(text);
+  // Edge data in the user's order is sorted on the way in and out.
+  for (InputOp input : plan.inputs)
+    if (!input.getResult().use_empty() && !isSavedInput(input) &&
+        input.getResult().getType().getSpace() != Space::Node)
+      mask |= maskOf(GraphStructure::edge_perm);
+  for (OutputOp output : plan.outputs)
+    if (auto value = dyn_cast<ValueType>(output.getValue().getType()))
+      if (value.getSpace() != Space::Node && !isSavedOutput(output))
+        mask |= maskOf(GraphStructure::edge_perm);
+  // Tensors with a row per unique pair need the pair count.
+  auto countOf = [&](Type type) {
+    if (auto value = dyn_cast<ValueType>(type)) {
+      if (value.getSpace() == Space::UniqueSrc)
+        mask |= maskOf(GraphStructure::unique_src_range);
+      if (value.getSpace() == Space::UniqueDst)
+        mask |= maskOf(GraphStructure::unique_dst_range);
+    }
+  };
+  for (InputOp input : plan.inputs)
+    countOf(input.getResult().getType());
+  for (const Kernel &kernel : plan.kernels)
+    for (Type type : kernel.op->getResultTypes())
+      countOf(type);
+  plan.structures = mask;
+}
+
+SmallVector<Value> readsOf(const LayerPlan &plan, const Kernel &kernel) {
+  SmallVector<Value> reads;
+  if (kernel.kind == KernelKind::WeightGrad) {
+    WeightGradConfig c = *weightGradConfig(kernel.op, plan);
+    if (c.a)
+      reads.push_back(c.a);
+    reads.push_back(c.c);
+    return reads;
+  }
+  if (kernel.kind == KernelKind::RowSum) {
+    reads.push_back(cast<ReduceOp>(kernel.op).getInput());
+    return reads;
+  }
+  for (Value operand : kernel.op->getOperands())
+    reads.push_back(operand);
+  return reads;
+}
+
+std::map<size_t, SmallVector<Value>> releasePlan(const LayerPlan &plan) {
+  llvm::DenseSet<Value> outputValues;
+  for (size_t o = 0; o < plan.outputs.size(); ++o)
+    outputValues.insert(OutputOp(plan.outputs[o]).getValue());
+  llvm::MapVector<Value, size_t> lastRead;
+  for (auto [k, kernel] : llvm::enumerate(plan.kernels))
+    for (Value read : readsOf(plan, kernel)) {
+      auto marker = plan.gathers.find(read);
+      lastRead[marker != plan.gathers.end() ? marker->second.table : read] = k;
+    }
+  std::map<size_t, SmallVector<Value>> release;
+  for (auto &[value, k] : lastRead) {
+    Operation *def = value.getDefiningOp();
+    if (!def || outputValues.contains(value) || isa<InputOp, WeightOp, SliceOp>(def))
+      continue;
+    std::string name = plan.tensors.lookup(value);
+    if (!name.empty() && name[0] == 't')
+      release[k].push_back(value);
+  }
+  return release;
+}
+
+/// The elements of a tensor of `type` as coefficients of N, E, U_src, U_dst, R, T, 1.
+static std::array<double, 7> elementsOf(Type type) {
+  std::array<double, 7> c{};
+  if (auto value = dyn_cast<ValueType>(type)) {
+    double row = static_cast<double>(numElements(value.getDims()));
+    switch (value.getSpace()) {
+    case Space::Node:
+      c[0] = row;
+      break;
+    case Space::Src:
+    case Space::Dst:
+    case Space::Edge:
+      c[1] = row;
+      break;
+    case Space::UniqueSrc:
+      c[2] = row;
+      break;
+    case Space::UniqueDst:
+      c[3] = row;
+      break;
+    case Space::Relation:
+      c[4] = row;
+      break;
+    case Space::NType:
+      c[5] = row;
+      break;
+    case Space::None:
+      c[6] = row;
+      break;
+    }
+    return c;
+  }
+  auto weight = cast<WeightType>(type);
+  double slice = static_cast<double>(numElements(weight.getDims()));
+  c[weight.getSlicing() == Slicing::Relation ? 4
+    : weight.getSlicing() == Slicing::NType  ? 5
+                                             : 6] = slice;
+  return c;
+}
+
+/// Fills plan.memory and plan.outputElements by walking the glue's allocations and releases:
+/// the sorted copies of edge inputs, every kernel's results (and a reduction's pre-summed
+/// input, and a weight gradient's per-chunk partials), the unsorted copies of edge outputs.
+static void computeMemory(LayerPlan &plan) {
+  std::array<double, 7> live{};
+  auto add = [](std::array<double, 7> &to, const std::array<double, 7> &c, double sign = 1) {
+    for (int i = 0; i < 7; ++i)
+      to[i] += sign * c[i];
+  };
+  for (InputOp input : plan.inputs)
+    if (!input.getResult().use_empty() && !isSavedInput(input) &&
+        input.getResult().getType().getSpace() != Space::Node)
+      add(live, elementsOf(input.getResult().getType()));
+  std::map<size_t, SmallVector<Value>> release = releasePlan(plan);
+  plan.memory.clear();
+  for (auto [k, kernel] : llvm::enumerate(plan.kernels)) {
+    std::array<double, 7> temporary{};
+    // A GEMM with an accumulator writes into the accumulator's buffer, which lives on as its
+    // result (it is not released after the GEMM).
+    auto gemm = dyn_cast<GemmOp>(kernel.op);
+    Value reused = gemm ? gemm.getAcc() : Value();
+    if (!reused)
+      for (Type type : kernel.op->getResultTypes())
+        add(live, elementsOf(type));
+    if (kernel.kind == KernelKind::WeightGrad) {
+      WeightGradConfig c = *weightGradConfig(kernel.op, plan);
+      std::array<double, 7> rows = elementsOf(c.c.getType());
+      double perRow = static_cast<double>(numElements(dimsOf(c.c.getType())));
+      // One [K, N] partial per 2048 rows of a segment (cpu::segmentedWeightGrad), and the
+      // pre-summed rows of n elements of a reduction.
+      for (int i = 0; i < 7; ++i) {
+        double count = rows[i] / std::max(perRow, 1.0);
+        temporary[i] += count * (c.heads * c.k * c.n) / 2048.0 + (c.presum ? count * c.n : 0);
+      }
+    }
+    std::array<double, 7> point = live;
+    add(point, temporary);
+    plan.memory.push_back(point);
+    for (Value value : release[k])
+      if (value != reused)
+        add(live, elementsOf(value.getType()), -1);
+  }
+  plan.outputElements = {};
+  for (size_t o = 0; o < plan.outputs.size(); ++o) {
+    OutputOp output = plan.outputs[o];
+    add(plan.outputElements, elementsOf(output.getValue().getType()));
+    auto value = dyn_cast<ValueType>(output.getValue().getType());
+    if (value && value.getSpace() != Space::Node && !isSavedOutput(output))
+      add(live, elementsOf(output.getValue().getType())); // the unsorted copy
+  }
+  plan.memory.push_back(live);
+}
+
+//===----------------------------------------------------------------------===//
+// The module
+//===----------------------------------------------------------------------===//
+
+FailureOr<std::vector<LayerPlan>> planModule(ModuleOp module, StringRef entryName, bool cuda) {
+  std::string moduleText;
+  llvm::raw_string_ostream moduleStream(moduleText);
+  module->print(moduleStream, OpPrintingFlags().printGenericOpForm());
+  moduleText += cuda ? "\ncuda" : "\ncpu";
+  uint64_t moduleHash = llvm::xxh3_64bits(moduleText);
+  std::vector<LayerPlan> plans;
+  for (LayerOp layer : module.getOps<LayerOp>()) {
+    FailureOr<LayerPlan> plan = planLayer(layer, moduleHash);
+    if (failed(plan))
+      return failure();
+    plans.push_back(std::move(*plan));
+  }
+  if (plans.empty())
+    return module.emitError("the module holds no hector.layer to emit");
+  for (LayerPlan &plan : plans) {
+    computeStructures(plan);
+    computeMemory(plan);
+  }
+  FailureOr<LayerOp> entry = selectEntryLayer(module, entryName);
+  if (failed(entry))
+    return failure();
+  llvm::StringMap<std::string> ids;
+  for (LayerPlan &plan : plans)
+    ids[plan.layer.getSymName()] = "hector_" + plan.id;
+  for (LayerPlan &plan : plans) {
+    plan.entry = plan.layer == *entry;
+    if (auto ref = plan.layer->getAttrOfType<FlatSymbolRefAttr>(kBackwardAttrName))
+      plan.backwardOf = ids.lookup(ref.getValue());
+    if (auto ref = plan.layer->getAttrOfType<FlatSymbolRefAttr>(kForwardAttrName))
+      plan.forwardOf = ids.lookup(ref.getValue());
+    if (auto ref = plan.layer->getAttrOfType<FlatSymbolRefAttr>(kInferenceAttrName))
+      plan.inference = ids.lookup(ref.getValue());
+    if (auto ref = plan.layer->getAttrOfType<FlatSymbolRefAttr>(kInferenceOfAttrName))
+      plan.inferenceOf = ids.lookup(ref.getValue());
+    if (auto name = plan.layer->getAttrOfType<StringAttr>(kVariantAttrName))
+      plan.variant = name.getValue().str();
+    if (auto ref = plan.layer->getAttrOfType<FlatSymbolRefAttr>(kVariantOfAttrName))
+      plan.variantOf = ids.lookup(ref.getValue());
+    if (auto list = plan.layer->getAttrOfType<ArrayAttr>(kVariantsAttrName))
+      for (Attribute item : list)
+        if (auto ref = dyn_cast<FlatSymbolRefAttr>(item))
+          plan.variants.push_back(ids.lookup(ref.getValue()));
+  }
+  return plans;
+}
+
+} // namespace emit
+} // namespace hector
