@@ -216,6 +216,21 @@ hector.layer @unary {
   hector.output "g" %g : !hector.value<node, [8]>
 }
 
+// softplus: dx = dy * sigmoid(x), from the input.
+// CHECK-LABEL: hector.layer @softplus attributes {hector.backward = @softplus_backward
+// CHECK-LABEL: hector.layer @softplus_backward attributes {hector.forward = @softplus
+// CHECK-NEXT: %x = hector.input "x" : !hector.value<node, [8]>
+// CHECK-NEXT: %grad.y = hector.input "grad.y" : !hector.value<node, [8]>
+// CHECK-NEXT: %[[SOFTPLUS_0:[0-9]+]] = hector.sigmoid %x : !hector.value<node, [8]>
+// CHECK-NEXT: %[[SOFTPLUS_1:[0-9]+]] = hector.mul %grad.y, %[[SOFTPLUS_0]] : !hector.value<node, [8]>, !hector.value<node, [8]> -> !hector.value<node, [8]>
+// CHECK-NEXT: hector.output "grad.x" %[[SOFTPLUS_1]] : !hector.value<node, [8]>
+// CHECK-NEXT: }
+hector.layer @softplus {
+  %x = hector.input "x" : !hector.value<node, [8]>
+  %y = hector.softplus %x : !hector.value<node, [8]>
+  hector.output "y" %y : !hector.value<node, [8]>
+}
+
 // aggregate mean and max (max recomputes its argmax from the input); gradients summed.
 // CHECK-LABEL: hector.layer @reductions attributes {hector.backward = @reductions_backward
 // CHECK-LABEL: hector.layer @reductions_backward attributes {hector.forward = @reductions

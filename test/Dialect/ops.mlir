@@ -134,6 +134,8 @@ hector.layer @elementwise {
   %8 = hector.sigmoid %7 : !hector.value<node, [4h, 16]>
   // CHECK: hector.gelu %{{.*}} : !hector.value<node, [4h, 16]>
   %9 = hector.gelu %8 : !hector.value<node, [4h, 16]>
+  // CHECK: hector.softplus %{{.*}} : !hector.value<node, [4h, 16]>
+  %sp = hector.softplus %9 : !hector.value<node, [4h, 16]>
   // CHECK: hector.leaky_relu %{{.*}} slope 2.000000e-01 : !hector.value<edge, [4h, 16]>
   %10 = hector.leaky_relu %1 slope 0.2 : !hector.value<edge, [4h, 16]>
   // CHECK: hector.softmax %{{.*}} : !hector.value<src, [4h, 16]> -> !hector.value<edge, [4h, 16]>

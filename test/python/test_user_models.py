@@ -5,8 +5,8 @@
 # derived weight, edge outputs (link scores), destination-side composition and a softmax of a
 # destination-only score, heads split from a shared projection, sub-layers with edge outputs,
 # reductions over both ends of the edges, linear maps of weights (projected relation
-# embeddings) and stored weight-space values. Each is compiled by hectorc and run in every
-# optimisation variant it has; the oracle is a plain PyTorch reference written here from the
+# embeddings), stored weight-space values and softplus. Each is compiled by hectorc and run in
+# every optimisation variant it has; the oracle is a plain PyTorch reference written here from the
 # model's text, in float64: outputs and the gradients of every input and weight (PyTorch's
 # autograd through the reference), on the awkward graphs of references.awkward_graph.
 import pathlib
@@ -161,6 +161,15 @@ def wsops(g, x, w, heads=2):
     return (m + torch.tanh(w["P"]).reshape(-1) @ w["W"],)
 
 
+def softplusgate(g, x, w):
+    softplus = torch.nn.functional.softplus
+    s = softplus(((x[g.src] * w["a"]) * x[g.dst]).sum(-1))
+    m = s.unsqueeze(1) * per_edge(x[g.src], w["W"], g.etype) + softplus(w["b"])[g.etype]
+    # Arguments stay below softplus's threshold (20): above it PyTorch's float64 gradient is
+    # exactly dy, ours dy * sigmoid(x), at most 2.1e-9 apart (docs/architecture.md).
+    return (scatter_sum(g, m) / 4 - softplus(scatter_mean(g, m)),)
+
+
 def edge_weights(g):
     return torch.randn(g.src.numel(), dtype=F64)
 
@@ -179,6 +188,7 @@ USER_MODELS = {
     "stacked": (lambda g: [torch.randn(g.num_nodes, 6, dtype=F64)], stacked),
     "relemb": (lambda g: [torch.randn(g.num_nodes, 6, dtype=F64)], relemb),
     "wsops": (lambda g: [torch.randn(g.num_nodes, 6, dtype=F64)], wsops),
+    "softplusgate": (lambda g: [torch.randn(g.num_nodes, 6, dtype=F64)], softplusgate),
     # Random edge weights: no two edges' messages tie in max.
     "ends": (lambda g: [torch.randn(g.num_nodes, 6, dtype=F64), edge_weights(g)], ends),
 }

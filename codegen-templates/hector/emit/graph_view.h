@@ -92,6 +92,12 @@ template <typename T> HECTOR_HD T gelu(T x) {
   using std::erf;
   return T(0.5) * x * (T(1) + erf(x * T(0.70710678118654752440)));
 }
+/// log(1 + exp(x)), and x itself above 20, as PyTorch's softplus (beta 1, threshold 20).
+template <typename T> HECTOR_HD T softplus(T x) {
+  using std::exp;
+  using std::log1p;
+  return x > T(20) ? x : log1p(exp(x));
+}
 /// Lanes of the fixed-order sums below: eight partial sums, which the compiler maps onto
 /// vector lanes, combined pairwise.
 constexpr int kSumLanes = 8;

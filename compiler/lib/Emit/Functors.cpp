@@ -231,7 +231,7 @@ private:
     os << indent << "T " << name << "[" << n << "];\n";
     if (isa<AddOp, SubOp, MulOp, DivOp>(def))
       computeBinary(def, name, n, ctx);
-    else if (isa<NegOp, ExpOp, ReluOp, TanhOp, SigmoidOp, GeluOp, LeakyReluOp>(def))
+    else if (isa<NegOp, LeakyReluOp>(def) || def->hasTrait<OpTrait::UnaryFunction>())
       computeUnary(def, name, n, ctx);
     else if (isa<LeakyReluGradOp, GeluGradOp>(def))
       computeActivationGrad(def, name, n, ctx);
@@ -293,7 +293,8 @@ private:
        << element(def->getOperand(1), b, n) << ";\n";
   }
 
-  /// neg and the activations (emit::ops): into `name`, a row of `n` elements.
+  /// neg, leaky_relu and the functions of one operand (UnaryFunction: the emit::ops function of
+  /// the op's mnemonic): into `name`, a row of `n` elements.
   void computeUnary(Operation *def, const std::string &name, int64_t n, const std::string &ctx) {
     std::string a = eval(def->getOperand(0), ctx);
     std::string call;
@@ -302,14 +303,8 @@ private:
     else if (auto leaky = dyn_cast<LeakyReluOp>(def))
       call = "::hector::emit::ops::leakyRelu<T>(" + a + "[i], T(" +
              literal(leaky.getSlope().convertToDouble()) + "))";
-    else {
-      const char *fn = isa<ExpOp>(def)       ? "exp"
-                       : isa<ReluOp>(def)    ? "relu"
-                       : isa<TanhOp>(def)    ? "tanh"
-                       : isa<SigmoidOp>(def) ? "sigmoid"
-                                             : "gelu";
-      call = std::string("::hector::emit::ops::") + fn + "<T>(" + a + "[i])";
-    }
+    else
+      call = "::hector::emit::ops::" + def->getName().stripDialect().str() + "<T>(" + a + "[i])";
     os << loop(n) << indent << "  " << name << "[i] = " << call << ";\n";
   }
 

@@ -253,13 +253,8 @@ private:
     } else if (isa<GeluGradOp>(op)) {
       expr = "at::gelu_backward(" + operand(0) + ", " + operand(1) + ", \"none\")";
     } else {
-      const char *fn = isa<NegOp>(op)       ? "neg"
-                       : isa<ExpOp>(op)     ? "exp"
-                       : isa<ReluOp>(op)    ? "relu"
-                       : isa<TanhOp>(op)    ? "tanh"
-                       : isa<SigmoidOp>(op) ? "sigmoid"
-                                            : "gelu";
-      expr = std::string("at::") + fn + "(" + operand(0) + ")";
+      // neg, and the functions of one operand (UnaryFunction): ATen's function of the mnemonic.
+      expr = "at::" + op->getName().stripDialect().str() + "(" + operand(0) + ")";
     }
     os << "    return " << expr << ".reshape(" << shape << ").contiguous();\n";
   }

@@ -242,10 +242,10 @@ static FailureOr<LayerPlan> planLayer(LayerOp layer, uint64_t moduleHash) {
                                  "(lower the layer with --hector-lower-to-kernels)");
       plan.gathers[op.getResult(0)] = {table, gather};
       plan.tensors[op.getResult(0)] = plan.tensors.lookup(table);
-    } else if (isa<GemmOp, TraversalOp, WeightMatmulOp, WeightGradOp, ReduceOp, WeightAddOp,
-                   WeightMatmulGradOp, WeightDotOp, WeightDotGradOp, AddOp, SubOp, MulOp, DivOp,
-                   NegOp, ExpOp, ReluOp, TanhOp, SigmoidOp, GeluOp, LeakyReluOp, LeakyReluGradOp,
-                   GeluGradOp, DotOp, ConcatOp, NarrowOp, SplitHeadsOp, MergeHeadsOp, ConstantOp,
+    } else if (op.hasTrait<OpTrait::Elementwise>() ||
+               isa<GemmOp, TraversalOp, WeightMatmulOp, WeightGradOp, ReduceOp, WeightAddOp,
+                   WeightMatmulGradOp, WeightDotOp, WeightDotGradOp, LeakyReluGradOp, GeluGradOp,
+                   DotOp, ConcatOp, NarrowOp, SplitHeadsOp, MergeHeadsOp, ConstantOp,
                    AggregateGradOp>(op)) {
       KernelKind kind = KernelKind::Glue;
       if (onWeightRows(&op)) {

@@ -479,6 +479,11 @@ bool BackwardBuilder::differentiateElementwise(Operation *op, Value dy) {
         Value slope = binary<MulOp>(loc, y, binary<SubOp>(loc, constant(loc, 1.0), y));
         give(sigmoid.getInput(), binary<MulOp>(loc, dy, slope));
       })
+      .Case([&](SoftplusOp softplus) {
+        // dx = dy * sigmoid(x)
+        Value x = materialize(softplus.getInput());
+        give(softplus.getInput(), binary<MulOp>(loc, dy, b.create<SigmoidOp>(loc, x.getType(), x)));
+      })
       .Case([&](GeluOp gelu) {
         Value x = gelu.getInput();
         give(x, binary<GeluGradOp>(loc, dy, materialize(x)));

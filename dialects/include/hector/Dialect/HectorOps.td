@@ -433,6 +433,8 @@ def Hector_SigmoidOp : Hector_UnaryFunctionOp<"sigmoid", "logistic sigmoid",
                                               [Hector_Transcendental]>;
 def Hector_GeluOp : Hector_UnaryFunctionOp<"gelu", "GELU (exact, erf-based)",
                                            [Hector_Transcendental]>;
+def Hector_SoftplusOp : Hector_UnaryFunctionOp<"softplus", "softplus, log(1 + exp(x))",
+                                               [Hector_Transcendental]>;
 
 def Hector_LeakyReluOp : Hector_Op<"leaky_relu", [
     Pure, SameOperandsAndResultType, Hector_TraversalBody, Hector_Elementwise]> {
