@@ -48,8 +48,10 @@ if [ -x "$root/test/fuzz/run_fuzzer.sh" ] && [ -x "$build/bin/hector-frontend-fu
 fi
 # HECTOR_PYTEST_WORKERS=N: pytest on N workers (pytest-xdist, one test file per worker at a
 # time, so module fixtures are built once; the workers share the compiled example libraries,
-# conftest.py). The default, 0, runs pytest in this process.
-workers=${HECTOR_PYTEST_WORKERS:-0}
+# conftest.py). The default is one worker per core, at most 2 (the suite's peak memory is a few
+# GiB per worker); 0 runs pytest in this process.
+cores=$(nproc)
+workers=${HECTOR_PYTEST_WORKERS:-$((cores < 2 ? 0 : 2))}
 xdist=()
 if [ "$workers" != 0 ] && "$root/.venv/bin/python" -c "import xdist" 2>/dev/null; then
   xdist=(-n "$workers" --dist loadfile)
