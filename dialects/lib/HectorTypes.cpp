@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 #include "hector/Dialect/HectorTypes.h"
 #include "hector/Dialect/HectorDialect.h"
+#include "hector/Dialect/SpaceRules.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
@@ -37,42 +38,9 @@ std::string hector::formatShape(RowShape shape) {
   return text;
 }
 
-bool hector::isEdgeIndexed(Space space) {
-  switch (space) {
-  case Space::Src:
-  case Space::Dst:
-  case Space::Edge:
-  case Space::UniqueSrc:
-  case Space::UniqueDst:
-    return true;
-  default:
-    return false;
-  }
-}
+bool hector::isEdgeIndexed(Space space) { return spaces::isPerEdge(space); }
 
-/// Node-indexed spaces: rows addressed by a node or by its type.
-static bool isNodeFamily(Space space) { return space == Space::Node || space == Space::NType; }
-
-std::optional<Space> hector::joinSpaces(Space a, Space b) {
-  if (a == b)
-    return a;
-  if (a == Space::None)
-    return b;
-  if (b == Space::None)
-    return a;
-  if (isNodeFamily(a) && isNodeFamily(b))
-    return Space::Node;
-  if (isNodeFamily(a) || isNodeFamily(b))
-    return std::nullopt;
-  // Both edge-indexed (relation counts as edge-indexed: read by each edge's relation).
-  bool aUnique = a == Space::UniqueSrc || a == Space::UniqueDst;
-  bool bUnique = b == Space::UniqueSrc || b == Space::UniqueDst;
-  if (a == Space::Relation && bUnique)
-    return b;
-  if (b == Space::Relation && aUnique)
-    return a;
-  return Space::Edge;
-}
+std::optional<Space> hector::joinSpaces(Space a, Space b) { return spaces::join(a, b); }
 
 std::optional<RowShape> hector::broadcastShapes(RowShape a, RowShape b) {
   const RowShape &shorter = a.rank() <= b.rank() ? a : b;
@@ -83,17 +51,7 @@ std::optional<RowShape> hector::broadcastShapes(RowShape a, RowShape b) {
   return longer;
 }
 
-Space hector::sliceSpace(Slicing slicing) {
-  switch (slicing) {
-  case Slicing::Relation:
-    return Space::Relation;
-  case Slicing::NType:
-    return Space::NType;
-  case Slicing::None:
-    return Space::None;
-  }
-  llvm_unreachable("unknown slicing");
-}
+Space hector::sliceSpace(Slicing slicing) { return spaces::sliceSpace<Space>(slicing); }
 
 namespace {
 /// Writes the reason a type rule does not apply into `*why` (when given); returns nullopt.
@@ -111,30 +69,17 @@ struct Why {
 
 std::optional<Space> hector::linearSpace(Space space, Slicing slicing, StringRef operand,
                                          std::string *why) {
-  switch (slicing) {
-  case Slicing::Relation:
-    if (!isEdgeIndexed(space)) {
-      Why(why).os << operand
-                  << " must be indexed by edges (src, dst, edge, unique_*) when the weight is "
-                     "relation-sliced, got "
-                  << stringifySpace(space);
-      return std::nullopt;
-    }
-    if (space == Space::UniqueSrc || space == Space::UniqueDst)
-      return space;
-    return Space::Edge;
-  case Slicing::NType:
-    if (space != Space::Node) {
-      Why(why).os << operand
-                  << " must be indexed by nodes (node) when the weight is ntype-sliced, got "
-                  << stringifySpace(space);
-      return std::nullopt;
-    }
-    return Space::Node;
-  case Slicing::None:
-    return space;
-  }
-  llvm_unreachable("unknown slicing");
+  std::optional<Space> result = spaces::linearSpace(space, slicing);
+  if (!result && slicing == Slicing::Relation)
+    Why(why).os << operand
+                << " must be indexed by edges (src, dst, edge, unique_*) when the weight is "
+                   "relation-sliced, got "
+                << stringifySpace(space);
+  else if (!result)
+    Why(why).os << operand
+                << " must be indexed by nodes (node) when the weight is ntype-sliced, got "
+                << stringifySpace(space);
+  return result;
 }
 
 std::optional<OwnedShape> hector::linearShape(RowShape x, RowShape w, bool transposed,
@@ -192,11 +137,7 @@ std::optional<OwnedShape> hector::linearShape(RowShape x, RowShape w, bool trans
 }
 
 std::optional<Slicing> hector::productSlicing(Slicing a, Slicing b) {
-  if (b == Slicing::None)
-    return a;
-  if (a != Slicing::None && a != b)
-    return std::nullopt;
-  return b;
+  return spaces::productSlicing(a, b);
 }
 
 std::optional<ValueType> hector::linearType(ValueType x, WeightType w, bool transposed,
@@ -222,8 +163,8 @@ std::optional<WeightType> hector::weightMatmulType(WeightType lhs, WeightType rh
   }
   RowShape a = lhs.getShape(), b = rhs.getShape();
   if (a.rank() < 1 || b.rank() < 1) {
-    Why(why).os << "operands need at least one dimension, got lhs " << formatShape(a)
-                << " and rhs " << formatShape(b);
+    Why(why).os << "operands need at least one dimension, got lhs " << formatShape(a) << " and rhs "
+                << formatShape(b);
     return std::nullopt;
   }
   if (a.dims.back() != b.dims.front()) {

@@ -10,6 +10,8 @@
 
 #include "hector/Frontend/Sema.h"
 
+#include "hector/Dialect/SpaceRules.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -23,31 +25,9 @@
 namespace hector {
 namespace frontend {
 
-bool isPerEdge(Space space) {
-  return space == Space::Src || space == Space::Dst || space == Space::Edge ||
-         space == Space::UniqueSrc || space == Space::UniqueDst;
-}
+bool isPerEdge(Space space) { return spaces::isPerEdge(space); }
 
-static bool isEdgeIndexed(Space space) { return isPerEdge(space) || space == Space::Relation; }
-static bool isNodeIndexed(Space space) { return space == Space::Node || space == Space::NType; }
-
-std::optional<Space> joinSpaces(Space a, Space b) {
-  if (a == b)
-    return a;
-  if (a == Space::None)
-    return b;
-  if (b == Space::None)
-    return a;
-  if (isNodeIndexed(a) && isNodeIndexed(b))
-    return Space::Node;
-  if (a == Space::Relation && (b == Space::UniqueSrc || b == Space::UniqueDst))
-    return b;
-  if (b == Space::Relation && (a == Space::UniqueSrc || a == Space::UniqueDst))
-    return a;
-  if (isEdgeIndexed(a) && isEdgeIndexed(b))
-    return Space::Edge;
-  return std::nullopt;
-}
+std::optional<Space> joinSpaces(Space a, Space b) { return spaces::join(a, b); }
 
 namespace {
 
@@ -139,8 +119,8 @@ const std::set<std::string> &builtinNames() {
   static const std::set<std::string> names = {
 #define HECTOR_UNARY_FUNCTION(kind, spelling) spelling,
 #include "hector/Frontend/UnaryFunctions.def"
-      "leaky_relu", "dot", "linear", "concat", "matmul", "sum", "mean", "max", "softmax", "sqrt",
-      "split_heads", "merge_heads"};
+      "leaky_relu", "dot", "linear",  "concat", "matmul",      "sum",
+      "mean",       "max", "softmax", "sqrt",   "split_heads", "merge_heads"};
   return names;
 }
 
@@ -809,8 +789,8 @@ private:
     sub.prefix = inst->prefix;
     sub.topLevel = false;
     sub.inst = inst.get();
-    std::pair<SourceLoc, std::string> note{
-        stmt.nameLoc, "in sub-layer instance '" + stmt.name + "' of layer '" + callee.name + "'"};
+    std::pair<SourceLoc, std::string> note{stmt.nameLoc, "in sub-layer instance '" + stmt.name +
+                                                             "' of layer '" + callee.name + "'"};
     bindParams(callee, sub, &stmt.bindings, &scope, &note);
     notes.push_back(std::move(note));
     ++instanceDepth;
@@ -1101,7 +1081,8 @@ private:
     Val b = evalWeight(*e.args[1], ctx, scope);
     if (a.poisoned() || b.poisoned())
       return Val();
-    if (a.slicing != Slicing::None && b.slicing != Slicing::None && a.slicing != b.slicing) {
+    std::optional<Slicing> slicing = spaces::productSlicing(a.slicing, b.slicing);
+    if (!slicing) {
       error(e.loc, "matmul of a relation-sliced and a node-type-sliced weight");
       return Val();
     }
@@ -1131,7 +1112,7 @@ private:
     in.kind = OpKind::WeightMatmul;
     in.isWeight = true;
     in.operands = {a.instr, b.instr};
-    in.slicing = a.slicing != Slicing::None ? a.slicing : b.slicing;
+    in.slicing = *slicing;
     in.shape.dims.assign(sa.dims.begin(), sa.dims.end() - 1);
     in.shape.dims.insert(in.shape.dims.end(), sb.dims.begin() + 1, sb.dims.end());
     if (sa.headAxis >= 0)
@@ -1355,24 +1336,15 @@ private:
   Val linear(const Val &x, const Val &w, const SourceLoc &loc) {
     const Instr &wi = (*instrs)[w.instr];
     std::string wname = wi.kind == OpKind::Weight ? "weight '" + wi.name + "'" : "weight";
-    Space space;
-    if (w.slicing == Slicing::Relation) {
-      if (!isPerEdge(x.space)) {
-        error(loc, "linear with relation-sliced " + wname + " needs an edge value, got " +
-                       describeSpace(x.space));
-        return Val();
-      }
-      space = x.space == Space::UniqueSrc || x.space == Space::UniqueDst ? x.space : Space::Edge;
-    } else if (w.slicing == Slicing::NType) {
-      if (x.space != Space::Node) {
-        error(loc, "linear with node-type-sliced " + wname + " needs a node value, got " +
-                       describeSpace(x.space));
-        return Val();
-      }
-      space = Space::Node;
-    } else {
-      space = x.space;
+    std::optional<Space> linearRows = spaces::linearSpace(x.space, w.slicing);
+    if (!linearRows) {
+      error(loc, std::string("linear with ") +
+                     (w.slicing == Slicing::Relation ? "relation-sliced " : "node-type-sliced ") +
+                     wname + " needs " + (w.slicing == Slicing::Relation ? "an edge" : "a node") +
+                     " value, got " + describeSpace(x.space));
+      return Val();
     }
+    Space space = *linearRows;
     const Shape &xs = x.shape, &ws = w.shape;
     std::string shapes = shapeStr(xs) + " . " + shapeStr(ws);
     Shape r;
