@@ -106,21 +106,26 @@ static LogicalResult checkSameShape(Operation *op, StringRef operand, RowShape a
                            << of << " shape " << formatShape(expected);
 }
 
-LogicalResult hector::verifyElementwiseBinary(Operation *op) {
-  auto lhs = cast<ValueType>(op->getOperand(0).getType());
-  auto rhs = cast<ValueType>(op->getOperand(1).getType());
-  std::optional<Space> space = joinSpaces(lhs.getSpace(), rhs.getSpace());
+LogicalResult hector::inferElementwiseBinary(StringRef opName, std::optional<Location> location,
+                                             Value lhs, Value rhs,
+                                             SmallVectorImpl<Type> &inferred) {
+  auto l = dyn_cast<ValueType>(lhs.getType());
+  auto r = dyn_cast<ValueType>(rhs.getType());
+  if (!l || !r) // reported by the operand type constraints
+    return failure();
+  std::optional<Space> space = joinSpaces(l.getSpace(), r.getSpace());
   if (!space)
-    return op->emitOpError() << "operands have incompatible index spaces: lhs is "
-                             << stringifySpace(lhs.getSpace()) << ", rhs is "
-                             << stringifySpace(rhs.getSpace());
-  std::optional<RowShape> shape = broadcastShapes(lhs.getShape(), rhs.getShape());
+    return emitOptionalError(location, "'", opName,
+                             "' op operands have incompatible index spaces: lhs is ",
+                             stringifySpace(l.getSpace()), ", rhs is ",
+                             stringifySpace(r.getSpace()));
+  std::optional<RowShape> shape = broadcastShapes(l.getShape(), r.getShape());
   if (!shape)
-    return op->emitOpError() << "operand shapes " << formatShape(lhs.getShape()) << " and "
-                             << formatShape(rhs.getShape())
-                             << " do not broadcast (one must be a prefix of the other)";
-  return checkResultType(op, ValueType::get(op->getContext(), *space, *shape),
-                         op->getResult(0).getType());
+    return emitOptionalError(location, "'", opName, "' op operand shapes ",
+                             formatShape(l.getShape()), " and ", formatShape(r.getShape()),
+                             " do not broadcast (one must be a prefix of the other)");
+  inferred.push_back(ValueType::get(lhs.getContext(), *space, *shape));
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

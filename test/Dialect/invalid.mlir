@@ -305,7 +305,8 @@ hector.layer @l {
 hector.layer @l {
   %a = hector.input "a" : !hector.value<node, [4]>
   %b = hector.input "b" : !hector.value<edge, [4]>
-  // expected-error @+1 {{'hector.add' op operands have incompatible index spaces: lhs is node, rhs is edge}}
+  // expected-error @+2 {{'hector.add' op operands have incompatible index spaces: lhs is node, rhs is edge}}
+  // expected-error @+1 {{'hector.add' op failed to infer returned types}}
   %0 = hector.add %a, %b : !hector.value<node, [4]>, !hector.value<edge, [4]> -> !hector.value<edge, [4]>
 }
 
@@ -314,7 +315,8 @@ hector.layer @l {
 hector.layer @l {
   %a = hector.input "a" : !hector.value<node, [4]>
   %b = hector.input "b" : !hector.value<node, [4h, 2]>
-  // expected-error @+1 {{'hector.mul' op operand shapes [4] and [4h, 2] do not broadcast (one must be a prefix of the other)}}
+  // expected-error @+2 {{'hector.mul' op operand shapes [4] and [4h, 2] do not broadcast (one must be a prefix of the other)}}
+  // expected-error @+1 {{'hector.mul' op failed to infer returned types}}
   %0 = hector.mul %a, %b : !hector.value<node, [4]>, !hector.value<node, [4h, 2]> -> !hector.value<node, [4h, 2]>
 }
 
@@ -324,7 +326,8 @@ hector.layer @l {
   %a = hector.input "a" : !hector.value<edge, [4h]>
   %W = hector.weight "W" glorot : !hector.weight<relation, [4h, 2]>
   %b = hector.slice %W : !hector.weight<relation, [4h, 2]> -> !hector.value<relation, [4h, 2]>
-  // expected-error @+1 {{'hector.sub' op result type must be '!hector.value<edge, [4h, 2]>', got '!hector.value<relation, [4h, 2]>'}}
+  // expected-error @+2 {{'hector.sub' op inferred type(s) '!hector.value<edge, [4h, 2]>' are incompatible with return type(s) of operation '!hector.value<relation, [4h, 2]>'}}
+  // expected-error @+1 {{'hector.sub' op failed to infer returned types}}
   %0 = hector.sub %a, %b : !hector.value<edge, [4h]>, !hector.value<relation, [4h, 2]> -> !hector.value<relation, [4h, 2]>
 }
 
@@ -846,7 +849,8 @@ hector.layer @l {
 hector.layer @l {
   %g = hector.input "g" : !hector.value<node, [8]>
   %x = hector.input "x" : !hector.value<edge, [8]>
-  // expected-error @+1 {{'hector.gelu_grad' op operands have incompatible index spaces: lhs is node, rhs is edge}}
+  // expected-error @+2 {{'hector.gelu_grad' op operands have incompatible index spaces: lhs is node, rhs is edge}}
+  // expected-error @+1 {{'hector.gelu_grad' op failed to infer returned types}}
   %0 = hector.gelu_grad %g, %x : !hector.value<node, [8]>, !hector.value<edge, [8]> -> !hector.value<edge, [8]>
 }
 
@@ -854,7 +858,8 @@ hector.layer @l {
 
 hector.layer @l {
   %g = hector.input "g" : !hector.value<node, [8]>
-  // expected-error @+1 {{'hector.leaky_relu_grad' op result type must be '!hector.value<node, [8]>', got '!hector.value<node, [4]>'}}
+  // expected-error @+2 {{'hector.leaky_relu_grad' op inferred type(s) '!hector.value<node, [8]>' are incompatible with return type(s) of operation '!hector.value<node, [4]>'}}
+  // expected-error @+1 {{'hector.leaky_relu_grad' op failed to infer returned types}}
   %0 = hector.leaky_relu_grad %g, %g slope 0.0 : !hector.value<node, [8]>, !hector.value<node, [8]> -> !hector.value<node, [4]>
 }
 

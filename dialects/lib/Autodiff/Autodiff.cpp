@@ -130,14 +130,11 @@ private:
   /// activations, output gradients.
   void orderInputs();
 
-  /// Binary elementwise op of the backward (extra attributes after the operands) with its
-  /// result type inferred: the join of the spaces and the broadcast of the shapes.
+  /// Binary elementwise op of the backward (extra attributes after the operands); the op
+  /// infers its result type (the join of the spaces and the broadcast of the shapes).
   template <typename OpT, typename... Attrs>
   Value binary(Location loc, Value lhs, Value rhs, Attrs... attrs) {
-    auto l = cast<ValueType>(lhs.getType()), r = cast<ValueType>(rhs.getType());
-    auto type = ValueType::get(b.getContext(), *joinSpaces(l.getSpace(), r.getSpace()),
-                               *broadcastShapes(l.getShape(), r.getShape()));
-    return b.create<OpT>(loc, type, lhs, rhs, attrs...);
+    return b.create<OpT>(loc, lhs, rhs, attrs...);
   }
   Value constant(Location loc, double value) {
     return b.create<ConstantOp>(loc, ValueType::get(b.getContext(), Space::None, {}, -1),

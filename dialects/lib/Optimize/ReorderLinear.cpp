@@ -252,14 +252,8 @@ struct AggregateOfLinear : public OpSitePattern<AggregateOp> {
     Location loc = op.getLoc();
     rewriter.setInsertionPoint(op);
     Value rows = linear.getInput();
-    auto rowType = cast<ValueType>(rows.getType());
-    if (factor) {
-      auto type = ValueType::get(
-          op.getContext(),
-          *joinSpaces(cast<ValueType>(factor.getType()).getSpace(), rowType.getSpace()),
-          rowType.getShape());
-      rows = rewriter.create<MulOp>(loc, type, factor, rows);
-    }
+    if (factor)
+      rows = rewriter.create<MulOp>(loc, factor, rows);
     Value weight = linear.getWeight();
     Type resultType = op.getResult().getType();
     std::string name = DotOfLinear::describe(weight);

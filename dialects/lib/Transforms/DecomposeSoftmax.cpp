@@ -40,16 +40,13 @@ struct DecomposeSoftmaxPass : public hector::impl::DecomposeSoftmaxBase<Decompos
 
     Value max = b.create<AggregateOp>(loc, nodeType, AggregateKind::Max, s, EdgeEnd::Dst);
     Value maxAtDst = b.create<DstOp>(loc, dstType, max);
-    std::optional<Space> shifted = joinSpaces(sType.getSpace(), Space::Dst);
-    assert(shifted && (*shifted == Space::Edge || *shifted == Space::Dst) &&
-           "an edge-indexed space joins dst to edge or dst");
-    ValueType shiftedType = sType.withSpace(*shifted);
-    Value diff = b.create<SubOp>(loc, shiftedType, s, maxAtDst);
+    // An edge-indexed space joins dst into edge, or stays dst (the ops infer it).
+    Value diff = b.create<SubOp>(loc, s, maxAtDst);
     Value ex = b.create<ExpOp>(loc, diff);
     Value den = b.create<AggregateOp>(loc, nodeType, AggregateKind::Sum, ex, EdgeEnd::Dst);
     Value denAtDst = b.create<DstOp>(loc, dstType, den);
-    Value alpha = b.create<DivOp>(loc, shiftedType, ex, denAtDst);
-    if (*shifted != Space::Edge)
+    Value alpha = b.create<DivOp>(loc, ex, denAtDst);
+    if (cast<ValueType>(alpha.getType()).getSpace() != Space::Edge)
       alpha = b.create<ReduceOp>(loc, edgeType, alpha);
     op.getResult().replaceAllUsesWith(alpha);
     op.erase();

@@ -40,9 +40,13 @@ class UnaryFunction : public mlir::OpTrait::TraitBase<ConcreteType, UnaryFunctio
 
 } // namespace OpTrait
 
-/// Verifies a binary elementwise op: space join and prefix broadcasting of its operands, and a
-/// result of exactly the joined space and broadcast shape.
-llvm::LogicalResult verifyElementwiseBinary(mlir::Operation *op);
+/// The result type of a binary elementwise op `opName` (the arithmetic ops and the activation
+/// gradients) over `lhs` and `rhs`: the join of their spaces and the prefix broadcast of their
+/// shapes. Fails, with an error at `location` when there is one, where they do not combine.
+llvm::LogicalResult inferElementwiseBinary(llvm::StringRef opName,
+                                           std::optional<mlir::Location> location,
+                                           mlir::Value lhs, mlir::Value rhs,
+                                           llvm::SmallVectorImpl<mlir::Type> &inferred);
 
 } // namespace hector
 

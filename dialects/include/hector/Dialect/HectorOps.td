@@ -365,17 +365,21 @@ def Hector_WeightGradOp : Hector_Op<"weight_grad", [Pure]> {
 
 /// Binary elementwise op with space join and prefix broadcasting of row shapes.
 class Hector_BinaryOp<string mnemonic, string what>
-    : Hector_Op<mnemonic, [Pure, Hector_TraversalBody, Hector_Elementwise]> {
+    : Hector_Op<mnemonic, [Pure, Hector_TraversalBody, Hector_Elementwise, InferTypeOpAdaptor]> {
   let arguments = (ins Hector_ValueType:$lhs, Hector_ValueType:$rhs);
   let results = (outs Hector_ValueType:$result);
   let assemblyFormat = [{
     $lhs `,` $rhs attr-dict `:` qualified(type($lhs)) `,` qualified(type($rhs))
       `->` qualified(type($result))
   }];
-  let hasVerifier = 1;
+  // The result type is inferred (inferElementwiseBinary); the verifier checks that the declared
+  // one equals it.
   let extraClassDefinition = [{
-    ::llvm::LogicalResult $cppClass::verify() {
-      return ::hector::verifyElementwiseBinary(*this);
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(::mlir::MLIRContext *context,
+        std::optional<::mlir::Location> location, Adaptor adaptor,
+        ::llvm::SmallVectorImpl<::mlir::Type> &inferred) {
+      return ::hector::inferElementwiseBinary(getOperationName(), location, adaptor.getLhs(),
+                                              adaptor.getRhs(), inferred);
     }
   }];
   let summary = "elementwise " # what;
@@ -669,16 +673,19 @@ def Hector_AggregateGradOp : Hector_Op<"aggregate_grad", [Pure, Hector_Traversal
 /// broadcasting as the binary elementwise ops.
 class Hector_ActivationGradOp<string mnemonic, string what, dag extraArgs, string extraFormat,
                               list<Trait> traits = []>
-    : Hector_Op<mnemonic, !listconcat([Pure, Hector_TraversalBody], traits)> {
+    : Hector_Op<mnemonic, !listconcat([Pure, Hector_TraversalBody, InferTypeOpAdaptor], traits)> {
   let arguments = !con((ins Hector_ValueType:$grad, Hector_ValueType:$input), extraArgs);
   let results = (outs Hector_ValueType:$result);
   let assemblyFormat = "$grad `,` $input " # extraFormat # [{ attr-dict `:`
     qualified(type($grad)) `,` qualified(type($input)) `->` qualified(type($result))
   }];
-  let hasVerifier = 1;
+  // As the binary ops: the result type is inferred from (grad, input).
   let extraClassDefinition = [{
-    ::llvm::LogicalResult $cppClass::verify() {
-      return ::hector::verifyElementwiseBinary(*this);
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(::mlir::MLIRContext *context,
+        std::optional<::mlir::Location> location, Adaptor adaptor,
+        ::llvm::SmallVectorImpl<::mlir::Type> &inferred) {
+      return ::hector::inferElementwiseBinary(getOperationName(), location, adaptor.getGrad(),
+                                              adaptor.getInput(), inferred);
     }
   }];
   let summary = "gradient of " # what;
