@@ -77,22 +77,22 @@ static FailureOr<T> orError(Operation *op, std::optional<T> value, const std::st
 /// The space of `hector.linear` rows in `space` times a weight of `slicing`; emits an error
 /// naming `operand` when the rows cannot select a slice.
 static FailureOr<Space> checkedLinearSpace(Operation *op, StringRef operand, Space space,
-                                    Slicing slicing) {
+                                           Slicing slicing) {
   std::string why;
   return orError(op, hector::linearSpace(space, slicing, operand, &why), why);
 }
 
 /// The row shape of `x . W` (`x . W^T` with `transposed`). Emits an error naming `operand`.
-static FailureOr<OwnedShape> checkedLinearShape(Operation *op, StringRef operand, RowShape x, RowShape w,
-                                         bool transposed) {
+static FailureOr<OwnedShape> checkedLinearShape(Operation *op, StringRef operand, RowShape x,
+                                                RowShape w, bool transposed) {
   std::string why;
   return orError(op, hector::linearShape(x, w, transposed, operand, &why), why);
 }
 
 /// The type of `hector.linear` of `x` and `w` (`x . W^T` with `transposed`), with errors naming
 /// `operand` (the rows).
-static FailureOr<ValueType> checkedLinearType(Operation *op, StringRef operand, ValueType x, WeightType w,
-                                       bool transposed = false) {
+static FailureOr<ValueType> checkedLinearType(Operation *op, StringRef operand, ValueType x,
+                                              WeightType w, bool transposed = false) {
   std::string why;
   return orError(op, hector::linearType(x, w, transposed, operand, &why), why);
 }
@@ -115,10 +115,9 @@ LogicalResult hector::inferElementwiseBinary(StringRef opName, std::optional<Loc
     return failure();
   std::optional<Space> space = joinSpaces(l.getSpace(), r.getSpace());
   if (!space)
-    return emitOptionalError(location, "'", opName,
-                             "' op operands have incompatible index spaces: lhs is ",
-                             stringifySpace(l.getSpace()), ", rhs is ",
-                             stringifySpace(r.getSpace()));
+    return emitOptionalError(
+        location, "'", opName, "' op operands have incompatible index spaces: lhs is ",
+        stringifySpace(l.getSpace()), ", rhs is ", stringifySpace(r.getSpace()));
   std::optional<RowShape> shape = broadcastShapes(l.getShape(), r.getShape());
   if (!shape)
     return emitOptionalError(location, "'", opName, "' op operand shapes ",
@@ -287,38 +286,50 @@ LogicalResult UniqueExpandOp::verify() {
 // Dense products
 //===----------------------------------------------------------------------===//
 
-LogicalResult LinearOp::verify() {
-  FailureOr<ValueType> expected = checkedLinearType(*this, "input", getInput().getType(),
-                                             getWeight().getType(), getTransposed());
-  if (failed(expected))
+LogicalResult hector::inferLinear(std::optional<Location> location, LinearOp::Adaptor adaptor,
+                                  SmallVectorImpl<Type> &inferred) {
+  auto x = dyn_cast<ValueType>(adaptor.getInput().getType());
+  auto w = dyn_cast<WeightType>(adaptor.getWeight().getType());
+  if (!x || !w) // reported by the operand type constraints
     return failure();
-  return checkResultType(*this, *expected, getResult().getType());
+  std::string why;
+  std::optional<ValueType> type = linearType(x, w, adaptor.getTransposed(), "input", &why);
+  if (!type)
+    return emitOptionalError(location, "'", LinearOp::getOperationName(), "' op ", why);
+  inferred.push_back(*type);
+  return success();
 }
 
 /// The type of `hector.weight_matmul` of `lhs` and `rhs`, with errors on `op`.
-static FailureOr<WeightType> checkedWeightMatmulType(Operation *op, WeightType lhs, WeightType rhs) {
+static FailureOr<WeightType> checkedWeightMatmulType(Operation *op, WeightType lhs,
+                                                     WeightType rhs) {
   std::string why;
   return orError(op, hector::weightMatmulType(lhs, rhs, &why), why);
 }
 
-LogicalResult WeightMatmulOp::verify() {
-  FailureOr<WeightType> expected =
-      checkedWeightMatmulType(*this, getLhs().getType(), getRhs().getType());
-  if (failed(expected))
+LogicalResult hector::inferWeightMatmul(std::optional<Location> location,
+                                        WeightMatmulOp::Adaptor adaptor,
+                                        SmallVectorImpl<Type> &inferred) {
+  auto lhs = dyn_cast<WeightType>(adaptor.getLhs().getType());
+  auto rhs = dyn_cast<WeightType>(adaptor.getRhs().getType());
+  if (!lhs || !rhs) // reported by the operand type constraints
     return failure();
-  return checkResultType(*this, *expected, getResult().getType());
+  std::string why;
+  std::optional<WeightType> type = weightMatmulType(lhs, rhs, &why);
+  if (!type)
+    return emitOptionalError(location, "'", WeightMatmulOp::getOperationName(), "' op ", why);
+  inferred.push_back(*type);
+  return success();
 }
 
-/// The slicing of a weight product of `lhs` and `rhs`: at most one sliced, or both the same way.
+/// The slicing of a weight product of `lhs` and `rhs` (HectorTypes.h's productSlicing), with
+/// the error on `op`.
 static FailureOr<Slicing> productSlicing(Operation *op, WeightType lhs, WeightType rhs) {
-  Slicing slicing = lhs.getSlicing();
-  if (rhs.getSlicing() == Slicing::None)
-    return slicing;
-  if (slicing != Slicing::None && slicing != rhs.getSlicing())
-    return op->emitOpError() << "operands must not be sliced differently, got lhs "
-                             << stringifySlicing(slicing) << " and rhs "
-                             << stringifySlicing(rhs.getSlicing());
-  return rhs.getSlicing();
+  if (std::optional<Slicing> slicing = hector::productSlicing(lhs.getSlicing(), rhs.getSlicing()))
+    return *slicing;
+  return op->emitOpError() << "operands must not be sliced differently, got lhs "
+                           << stringifySlicing(lhs.getSlicing()) << " and rhs "
+                           << stringifySlicing(rhs.getSlicing());
 }
 
 /// The type of `hector.weight_dot` of `lhs` and `rhs`, or failure (diagnosed on `op`).
@@ -333,8 +344,7 @@ static FailureOr<WeightType> weightDotType(Operation *op, WeightType lhs, Weight
     return op->emitOpError() << "cannot contract a head dimension, got rhs " << formatShape(b);
   int64_t prefix = a.rank() - b.rank();
   bool suffix = prefix >= 0 && a.dims.drop_front(prefix) == b.dims &&
-                (b.hasHeads() ? a.headAxis == prefix + b.headAxis
-                              : a.headAxis < prefix);
+                (b.hasHeads() ? a.headAxis == prefix + b.headAxis : a.headAxis < prefix);
   if (!suffix)
     return op->emitOpError() << "rhs shape " << formatShape(b)
                              << " must be a suffix of the lhs shape " << formatShape(a);
@@ -376,24 +386,30 @@ LogicalResult ConstantOp::verify() {
 
 OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValueAttr(); }
 
-LogicalResult DotOp::verify() {
-  ValueType lhs = getLhs().getType(), rhs = getRhs().getType();
+LogicalResult hector::inferDot(std::optional<Location> location, DotOp::Adaptor adaptor,
+                               SmallVectorImpl<Type> &inferred) {
+  auto lhs = dyn_cast<ValueType>(adaptor.getLhs().getType());
+  auto rhs = dyn_cast<ValueType>(adaptor.getRhs().getType());
+  if (!lhs || !rhs) // reported by the operand type constraints
+    return failure();
+  auto error = [&](auto &&...message) {
+    return emitOptionalError(location, "'", DotOp::getOperationName(), "' op ", message...);
+  };
   std::optional<Space> space = joinSpaces(lhs.getSpace(), rhs.getSpace());
   if (!space)
-    return emitOpError() << "operands have incompatible index spaces: lhs is "
-                         << stringifySpace(lhs.getSpace()) << ", rhs is "
-                         << stringifySpace(rhs.getSpace());
+    return error("operands have incompatible index spaces: lhs is ", stringifySpace(lhs.getSpace()),
+                 ", rhs is ", stringifySpace(rhs.getSpace()));
   RowShape shape = lhs.getShape();
   if (shape != rhs.getShape())
-    return emitOpError() << "operand shapes must be equal, got lhs " << formatShape(shape)
-                         << " and rhs " << formatShape(rhs.getShape());
+    return error("operand shapes must be equal, got lhs ", formatShape(shape), " and rhs ",
+                 formatShape(rhs.getShape()));
   if (shape.rank() < 1)
-    return emitOpError("operands need at least one dimension to contract");
+    return error("operands need at least one dimension to contract");
   if (shape.isHead(shape.rank() - 1))
-    return emitOpError() << "cannot contract the head dimension of " << formatShape(shape);
-  RowShape resultShape{shape.dims.drop_back(), shape.headAxis};
-  return checkResultType(*this, ValueType::get(getContext(), *space, resultShape),
-                         getResult().getType());
+    return error("cannot contract the head dimension of ", formatShape(shape));
+  inferred.push_back(
+      ValueType::get(lhs.getContext(), *space, RowShape{shape.dims.drop_back(), shape.headAxis}));
+  return success();
 }
 
 /// Emits an error unless `input` is edge-indexed.
@@ -609,8 +625,8 @@ LogicalResult WeightMatmulGradOp::verify() {
 LogicalResult WeightDotGradOp::verify() {
   // The forward product of the result and `other`, in operand order, must have grad's type.
   WeightType result = getResult().getType(), other = getOther().getType();
-  FailureOr<WeightType> product = getRhs() ? weightDotType(*this, other, result)
-                                           : weightDotType(*this, result, other);
+  FailureOr<WeightType> product =
+      getRhs() ? weightDotType(*this, other, result) : weightDotType(*this, result, other);
   if (failed(product))
     return failure();
   return checkResultType(*this, *product, getGrad().getType(), "grad");
@@ -676,9 +692,9 @@ LogicalResult GemmOp::verify() {
     Space pairs = getScatter() == GemmScatter::AccumulateDst ? Space::UniqueDst : Space::UniqueSrc;
     if (*product == Space::UniqueSrc || *product == Space::UniqueDst) {
       if (*product != pairs)
-        return emitOpError() << "scatter " << stringifyGemmScatter(getScatter())
-                             << " sums rows of " << stringifySpace(pairs) << " pairs, got "
-                             << stringifySpace(*product) << " rows";
+        return emitOpError() << "scatter " << stringifyGemmScatter(getScatter()) << " sums rows of "
+                             << stringifySpace(pairs) << " pairs, got " << stringifySpace(*product)
+                             << " rows";
       if (getSegment() != Slicing::Relation)
         return emitOpError() << "scatter " << stringifyGemmScatter(getScatter())
                              << " of unique pairs needs segment relation (a node has one pair "
@@ -735,8 +751,8 @@ LogicalResult TraversalOp::verifyRegions() {
       return op.emitOpError() << "sums into " << reduce.getResult().getType()
                               << " rows; a traversal runs over the pairs of one space";
     if (pairs && isa<AggregateOp, SoftmaxOp>(op))
-      return op.emitOpError() << "cannot be in a traversal over "
-                              << stringifySpace(*pairs) << " pairs";
+      return op.emitOpError() << "cannot be in a traversal over " << stringifySpace(*pairs)
+                              << " pairs";
     if (auto agg = dyn_cast<AggregateOp>(op)) {
       if (!by)
         by = agg.getBy();

@@ -157,7 +157,8 @@ hector.layer @l {
 hector.layer @l {
   %x = hector.input "x" : !hector.value<node, [64]>
   %W = hector.weight "W" glorot : !hector.weight<relation, [64, 16]>
-  // expected-error @+1 {{'hector.linear' op input must be indexed by edges (src, dst, edge, unique_*) when the weight is relation-sliced, got node}}
+  // expected-error @+2 {{'hector.linear' op input must be indexed by edges (src, dst, edge, unique_*) when the weight is relation-sliced, got node}}
+  // expected-error @+1 {{'hector.linear' op failed to infer returned types}}
   %0 = hector.linear %x, %W : !hector.value<node, [64]>, !hector.weight<relation, [64, 16]> -> !hector.value<node, [16]>
 }
 
@@ -166,7 +167,8 @@ hector.layer @l {
 hector.layer @l {
   %x = hector.input "x" : !hector.value<edge, [64]>
   %W = hector.weight "W" glorot : !hector.weight<ntype, [64, 16]>
-  // expected-error @+1 {{'hector.linear' op input must be indexed by nodes (node) when the weight is ntype-sliced, got edge}}
+  // expected-error @+2 {{'hector.linear' op input must be indexed by nodes (node) when the weight is ntype-sliced, got edge}}
+  // expected-error @+1 {{'hector.linear' op failed to infer returned types}}
   %0 = hector.linear %x, %W : !hector.value<edge, [64]>, !hector.weight<ntype, [64, 16]> -> !hector.value<edge, [16]>
 }
 
@@ -175,7 +177,8 @@ hector.layer @l {
 hector.layer @l {
   %x = hector.input "x" : !hector.value<node, [32]>
   %W = hector.weight "W" glorot : !hector.weight<none, [64, 16]>
-  // expected-error @+1 {{'hector.linear' op input row [32] does not match the weight [64, 16]: expected [64]}}
+  // expected-error @+2 {{'hector.linear' op input row [32] does not match the weight [64, 16]: expected [64]}}
+  // expected-error @+1 {{'hector.linear' op failed to infer returned types}}
   %0 = hector.linear %x, %W : !hector.value<node, [32]>, !hector.weight<none, [64, 16]> -> !hector.value<node, [16]>
 }
 
@@ -184,7 +187,8 @@ hector.layer @l {
 hector.layer @l {
   %x = hector.input "x" : !hector.value<node, [64]>
   %W = hector.weight "W" glorot : !hector.weight<none, [4h, 64, 16]>
-  // expected-error @+1 {{'hector.linear' op input row [64] does not match the weight [4h, 64, 16]: expected [4h, 64]}}
+  // expected-error @+2 {{'hector.linear' op input row [64] does not match the weight [4h, 64, 16]: expected [4h, 64]}}
+  // expected-error @+1 {{'hector.linear' op failed to infer returned types}}
   %0 = hector.linear %x, %W : !hector.value<node, [64]>, !hector.weight<none, [4h, 64, 16]> -> !hector.value<node, [4h, 16]>
 }
 
@@ -193,7 +197,8 @@ hector.layer @l {
 hector.layer @l {
   %x = hector.input "x" : !hector.value<node, [4h, 16]>
   %W = hector.weight "W" glorot : !hector.weight<none, [4h]>
-  // expected-error @+1 {{'hector.linear' op input row [4h, 16] does not match the weight [4h]: a per-head weight needs [Hh, k, ...]}}
+  // expected-error @+2 {{'hector.linear' op input row [4h, 16] does not match the weight [4h]: a per-head weight needs [Hh, k, ...]}}
+  // expected-error @+1 {{'hector.linear' op failed to infer returned types}}
   %0 = hector.linear %x, %W : !hector.value<node, [4h, 16]>, !hector.weight<none, [4h]> -> !hector.value<node, [4h]>
 }
 
@@ -202,7 +207,8 @@ hector.layer @l {
 hector.layer @l {
   %x = hector.input "x" : !hector.value<node, []>
   %W = hector.weight "W" glorot : !hector.weight<none, []>
-  // expected-error @+1 {{'hector.linear' op input row [] does not match the weight []: the weight needs at least one dimension}}
+  // expected-error @+2 {{'hector.linear' op input row [] does not match the weight []: the weight needs at least one dimension}}
+  // expected-error @+1 {{'hector.linear' op failed to infer returned types}}
   %0 = hector.linear %x, %W : !hector.value<node, []>, !hector.weight<none, []> -> !hector.value<node, []>
 }
 
@@ -211,7 +217,8 @@ hector.layer @l {
 hector.layer @l {
   %x = hector.input "x" : !hector.value<node, [64]>
   %W = hector.weight "W" glorot : !hector.weight<none, [64, 16, 4h]>
-  // expected-error @+1 {{'hector.linear' op the weight's head dimension must follow the contracted dimension directly, got [64, 16, 4h]}}
+  // expected-error @+2 {{'hector.linear' op the weight's head dimension must follow the contracted dimension directly, got [64, 16, 4h]}}
+  // expected-error @+1 {{'hector.linear' op failed to infer returned types}}
   %0 = hector.linear %x, %W : !hector.value<node, [64]>, !hector.weight<none, [64, 16, 4h]> -> !hector.value<node, [16, 4]>
 }
 
@@ -220,7 +227,8 @@ hector.layer @l {
 hector.layer @l {
   %x = hector.input "x" : !hector.value<node, [64]>
   %W = hector.weight "W" glorot : !hector.weight<none, [64, 4h, 16]>
-  // expected-error @+1 {{'hector.linear' op result type must be '!hector.value<node, [4h, 16]>', got '!hector.value<node, [64]>'}}
+  // expected-error @+2 {{'hector.linear' op inferred type(s) '!hector.value<node, [4h, 16]>' are incompatible with return type(s) of operation '!hector.value<node, [64]>'}}
+  // expected-error @+1 {{'hector.linear' op failed to infer returned types}}
   %0 = hector.linear %x, %W : !hector.value<node, [64]>, !hector.weight<none, [64, 4h, 16]> -> !hector.value<node, [64]>
 }
 
@@ -229,7 +237,8 @@ hector.layer @l {
 hector.layer @l {
   %A = hector.weight "A" glorot : !hector.weight<relation, [4]>
   %B = hector.weight "B" glorot : !hector.weight<ntype, [4, 8]>
-  // expected-error @+1 {{'hector.weight_matmul' op operands must not be sliced differently, got lhs relation and rhs ntype}}
+  // expected-error @+2 {{'hector.weight_matmul' op operands must not be sliced differently, got lhs relation and rhs ntype}}
+  // expected-error @+1 {{'hector.weight_matmul' op failed to infer returned types}}
   %0 = hector.weight_matmul %A, %B : !hector.weight<relation, [4]>, !hector.weight<ntype, [4, 8]> -> !hector.weight<relation, [8]>
 }
 
@@ -238,7 +247,8 @@ hector.layer @l {
 hector.layer @l {
   %A = hector.weight "A" glorot : !hector.weight<relation, []>
   %B = hector.weight "B" glorot : !hector.weight<none, [4, 8]>
-  // expected-error @+1 {{'hector.weight_matmul' op operands need at least one dimension, got lhs [] and rhs [4, 8]}}
+  // expected-error @+2 {{'hector.weight_matmul' op operands need at least one dimension, got lhs [] and rhs [4, 8]}}
+  // expected-error @+1 {{'hector.weight_matmul' op failed to infer returned types}}
   %0 = hector.weight_matmul %A, %B : !hector.weight<relation, []>, !hector.weight<none, [4, 8]> -> !hector.weight<relation, [8]>
 }
 
@@ -247,7 +257,8 @@ hector.layer @l {
 hector.layer @l {
   %A = hector.weight "A" glorot : !hector.weight<relation, [3]>
   %B = hector.weight "B" glorot : !hector.weight<none, [4, 8]>
-  // expected-error @+1 {{'hector.weight_matmul' op lhs last dimension 3 must equal rhs first dimension 4}}
+  // expected-error @+2 {{'hector.weight_matmul' op lhs last dimension 3 must equal rhs first dimension 4}}
+  // expected-error @+1 {{'hector.weight_matmul' op failed to infer returned types}}
   %0 = hector.weight_matmul %A, %B : !hector.weight<relation, [3]>, !hector.weight<none, [4, 8]> -> !hector.weight<relation, [8]>
 }
 
@@ -256,7 +267,8 @@ hector.layer @l {
 hector.layer @l {
   %A = hector.weight "A" glorot : !hector.weight<relation, [64, 4h]>
   %B = hector.weight "B" glorot : !hector.weight<none, [4, 8]>
-  // expected-error @+1 {{'hector.weight_matmul' op cannot contract a head dimension, got lhs [64, 4h] and rhs [4, 8]}}
+  // expected-error @+2 {{'hector.weight_matmul' op cannot contract a head dimension, got lhs [64, 4h] and rhs [4, 8]}}
+  // expected-error @+1 {{'hector.weight_matmul' op failed to infer returned types}}
   %0 = hector.weight_matmul %A, %B : !hector.weight<relation, [64, 4h]>, !hector.weight<none, [4, 8]> -> !hector.weight<relation, [64, 8]>
 }
 
@@ -265,7 +277,8 @@ hector.layer @l {
 hector.layer @l {
   %A = hector.weight "A" glorot : !hector.weight<relation, [2h, 4]>
   %B = hector.weight "B" glorot : !hector.weight<none, [4, 2h]>
-  // expected-error @+1 {{'hector.weight_matmul' op at most one operand may have a head dimension, got lhs [2h, 4] and rhs [4, 2h]}}
+  // expected-error @+2 {{'hector.weight_matmul' op at most one operand may have a head dimension, got lhs [2h, 4] and rhs [4, 2h]}}
+  // expected-error @+1 {{'hector.weight_matmul' op failed to infer returned types}}
   %0 = hector.weight_matmul %A, %B : !hector.weight<relation, [2h, 4]>, !hector.weight<none, [4, 2h]> -> !hector.weight<relation, [2h, 2]>
 }
 
@@ -274,7 +287,8 @@ hector.layer @l {
 hector.layer @l {
   %A = hector.weight "A" glorot : !hector.weight<relation, [4]>
   %B = hector.weight "B" glorot : !hector.weight<none, [4, 8]>
-  // expected-error @+1 {{'hector.weight_matmul' op result type must be '!hector.weight<relation, [8]>', got '!hector.weight<none, [8]>'}}
+  // expected-error @+2 {{'hector.weight_matmul' op inferred type(s) '!hector.weight<relation, [8]>' are incompatible with return type(s) of operation '!hector.weight<none, [8]>'}}
+  // expected-error @+1 {{'hector.weight_matmul' op failed to infer returned types}}
   %0 = hector.weight_matmul %A, %B : !hector.weight<relation, [4]>, !hector.weight<none, [4, 8]> -> !hector.weight<none, [8]>
 }
 
@@ -351,7 +365,8 @@ hector.layer @l {
 hector.layer @l {
   %a = hector.input "a" : !hector.value<node, [4]>
   %b = hector.input "b" : !hector.value<edge, [4]>
-  // expected-error @+1 {{'hector.dot' op operands have incompatible index spaces: lhs is node, rhs is edge}}
+  // expected-error @+2 {{'hector.dot' op operands have incompatible index spaces: lhs is node, rhs is edge}}
+  // expected-error @+1 {{'hector.dot' op failed to infer returned types}}
   %0 = hector.dot %a, %b : !hector.value<node, [4]>, !hector.value<edge, [4]> -> !hector.value<edge, []>
 }
 
@@ -360,7 +375,8 @@ hector.layer @l {
 hector.layer @l {
   %a = hector.input "a" : !hector.value<edge, [4h, 8]>
   %b = hector.input "b" : !hector.value<edge, [8]>
-  // expected-error @+1 {{'hector.dot' op operand shapes must be equal, got lhs [4h, 8] and rhs [8]}}
+  // expected-error @+2 {{'hector.dot' op operand shapes must be equal, got lhs [4h, 8] and rhs [8]}}
+  // expected-error @+1 {{'hector.dot' op failed to infer returned types}}
   %0 = hector.dot %a, %b : !hector.value<edge, [4h, 8]>, !hector.value<edge, [8]> -> !hector.value<edge, [4h]>
 }
 
@@ -368,7 +384,8 @@ hector.layer @l {
 
 hector.layer @l {
   %a = hector.input "a" : !hector.value<edge, []>
-  // expected-error @+1 {{'hector.dot' op operands need at least one dimension to contract}}
+  // expected-error @+2 {{'hector.dot' op operands need at least one dimension to contract}}
+  // expected-error @+1 {{'hector.dot' op failed to infer returned types}}
   %0 = hector.dot %a, %a : !hector.value<edge, []>, !hector.value<edge, []> -> !hector.value<edge, []>
 }
 
@@ -376,7 +393,8 @@ hector.layer @l {
 
 hector.layer @l {
   %a = hector.input "a" : !hector.value<edge, [4h]>
-  // expected-error @+1 {{'hector.dot' op cannot contract the head dimension of [4h]}}
+  // expected-error @+2 {{'hector.dot' op cannot contract the head dimension of [4h]}}
+  // expected-error @+1 {{'hector.dot' op failed to infer returned types}}
   %0 = hector.dot %a, %a : !hector.value<edge, [4h]>, !hector.value<edge, [4h]> -> !hector.value<edge, []>
 }
 
@@ -740,7 +758,8 @@ hector.layer @l {
 hector.layer @l {
   %g = hector.input "g" : !hector.value<edge, [8]>
   %W = hector.weight "W" glorot : !hector.weight<relation, [4, 8]>
-  // expected-error @+1 {{'hector.linear' op input row [8] does not match the weight [4, 8]: expected [4]}}
+  // expected-error @+2 {{'hector.linear' op input row [8] does not match the weight [4, 8]: expected [4]}}
+  // expected-error @+1 {{'hector.linear' op failed to infer returned types}}
   %0 = hector.linear %g, %W : !hector.value<edge, [8]>, !hector.weight<relation, [4, 8]> -> !hector.value<edge, [8]>
 }
 
@@ -749,7 +768,8 @@ hector.layer @l {
 hector.layer @l {
   %g = hector.input "g" : !hector.value<edge, [4]>
   %W = hector.weight "W" glorot : !hector.weight<relation, [4, 8]>
-  // expected-error @+1 {{'hector.linear' op input row [4] does not match the weight [4, 8]: expected [8]}}
+  // expected-error @+2 {{'hector.linear' op input row [4] does not match the weight [4, 8]: expected [8]}}
+  // expected-error @+1 {{'hector.linear' op failed to infer returned types}}
   %0 = hector.linear %g, %W transposed : !hector.value<edge, [4]>, !hector.weight<relation, [4, 8]> -> !hector.value<edge, [4]>
 }
 

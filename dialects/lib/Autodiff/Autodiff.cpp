@@ -308,13 +308,8 @@ bool BackwardBuilder::differentiateStructural(Operation *op, Value dy) {
       .Case([&](SliceOp slice) { give(slice.getInput(), dy); })
       .Case([&](LinearOp linear) {
         Value x = linear.getInput(), w = linear.getWeight();
-        if (wants(x)) {
-          auto dyType = cast<ValueType>(dy.getType());
-          auto type = ValueType::get(
-              ctx, *linearSpace(dyType.getSpace(), cast<WeightType>(w.getType()).getSlicing()),
-              cast<ValueType>(x.getType()).getShape());
-          give(x, b.create<LinearOp>(loc, type, dy, materialize(w), /*transposed=*/true));
-        }
+        if (wants(x))
+          give(x, b.create<LinearOp>(loc, dy, materialize(w), /*transposed=*/true));
         if (wants(w))
           give(w, b.create<WeightGradOp>(loc, w.getType(), materialize(x), dy));
       })

@@ -170,8 +170,7 @@ struct LinearOfLinear : public OpSitePattern<LinearOp> {
     auto inner = input.getDefiningOp<LinearOp>();
     Location loc = op.getLoc();
     rewriter.setInsertionPoint(op);
-    WeightType type = *weightMatmulType(inner.getWeight().getType(), op.getWeight().getType());
-    Value product = rewriter.create<WeightMatmulOp>(loc, type, inner.getWeight(), op.getWeight());
+    Value product = rewriter.create<WeightMatmulOp>(loc, inner.getWeight(), op.getWeight());
     Value x = inner.getInput();
     if (gather) {
       Type gathered = inSpace(x.getType(), spaceOf(op.getInput()));

@@ -44,13 +44,29 @@ class UnaryFunction : public mlir::OpTrait::TraitBase<ConcreteType, UnaryFunctio
 /// gradients) over `lhs` and `rhs`: the join of their spaces and the prefix broadcast of their
 /// shapes. Fails, with an error at `location` when there is one, where they do not combine.
 llvm::LogicalResult inferElementwiseBinary(llvm::StringRef opName,
-                                           std::optional<mlir::Location> location,
-                                           mlir::Value lhs, mlir::Value rhs,
+                                           std::optional<mlir::Location> location, mlir::Value lhs,
+                                           mlir::Value rhs,
                                            llvm::SmallVectorImpl<mlir::Type> &inferred);
 
 } // namespace hector
 
 #define GET_OP_CLASSES
 #include "hector/Dialect/HectorOps.h.inc"
+
+namespace hector {
+
+/// The result types of hector.linear, hector.weight_matmul and hector.dot from their operands
+/// (HectorTypes.h's linearType and weightMatmulType; dot: the joined space, the shape without
+/// its last dimension). Fail, with an error at `location` when there is one, where the operands
+/// do not combine.
+llvm::LogicalResult inferLinear(std::optional<mlir::Location> location, LinearOp::Adaptor adaptor,
+                                llvm::SmallVectorImpl<mlir::Type> &inferred);
+llvm::LogicalResult inferWeightMatmul(std::optional<mlir::Location> location,
+                                      WeightMatmulOp::Adaptor adaptor,
+                                      llvm::SmallVectorImpl<mlir::Type> &inferred);
+llvm::LogicalResult inferDot(std::optional<mlir::Location> location, DotOp::Adaptor adaptor,
+                             llvm::SmallVectorImpl<mlir::Type> &inferred);
+
+} // namespace hector
 
 #endif // HECTOR_DIALECT_HECTOROPS_H

@@ -247,7 +247,7 @@ def Hector_UniqueExpandOp : Hector_ConvertOp<"unique_expand", Hector_ValueType, 
 // Dense products
 //===----------------------------------------------------------------------===//
 
-def Hector_LinearOp : Hector_Op<"linear", [Pure]> {
+def Hector_LinearOp : Hector_Op<"linear", [Pure, InferTypeOpAdaptor]> {
   let summary = "typed linear: each row times the weight slice of its relation or node type";
   let description = [{
     Contracts the last dimension of each input row with the first dimension of the weight slice
@@ -280,10 +280,17 @@ def Hector_LinearOp : Hector_Op<"linear", [Pure]> {
     $input `,` $weight (`transposed` $transposed^)? attr-dict
       `:` qualified(type($input)) `,` qualified(type($weight)) `->` qualified(type($result))
   }];
-  let hasVerifier = 1;
+  // The result type is inferred (HectorOps.cpp); the verifier checks the declared one equals it.
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(::mlir::MLIRContext *context,
+        std::optional<::mlir::Location> location, Adaptor adaptor,
+        ::llvm::SmallVectorImpl<::mlir::Type> &inferred) {
+      return ::hector::inferLinear(location, adaptor, inferred);
+    }
+  }];
 }
 
-def Hector_WeightMatmulOp : Hector_Op<"weight_matmul", [Pure]> {
+def Hector_WeightMatmulOp : Hector_Op<"weight_matmul", [Pure, InferTypeOpAdaptor]> {
   let summary = "weight-by-weight product";
   let description = [{
     Contracts the last dimension of `lhs` with the first dimension of `rhs`, slice by slice. At
@@ -305,7 +312,14 @@ def Hector_WeightMatmulOp : Hector_Op<"weight_matmul", [Pure]> {
     $lhs `,` $rhs attr-dict `:` qualified(type($lhs)) `,` qualified(type($rhs))
       `->` qualified(type($result))
   }];
-  let hasVerifier = 1;
+  // The result type is inferred (HectorOps.cpp); the verifier checks the declared one equals it.
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(::mlir::MLIRContext *context,
+        std::optional<::mlir::Location> location, Adaptor adaptor,
+        ::llvm::SmallVectorImpl<::mlir::Type> &inferred) {
+      return ::hector::inferWeightMatmul(location, adaptor, inferred);
+    }
+  }];
 }
 
 def Hector_WeightDotOp : Hector_Op<"weight_dot", [Pure]> {
@@ -476,7 +490,7 @@ def Hector_ConstantOp : Hector_Op<"constant", [
   let hasFolder = 1;
 }
 
-def Hector_DotOp : Hector_Op<"dot", [Pure, Hector_TraversalBody]> {
+def Hector_DotOp : Hector_Op<"dot", [Pure, Hector_TraversalBody, InferTypeOpAdaptor]> {
   let summary = "inner product over the last dimension";
   let description = [{
     Contracts the last dimension of two rows of equal shape: `[d] . [d] -> []`,
@@ -496,7 +510,14 @@ def Hector_DotOp : Hector_Op<"dot", [Pure, Hector_TraversalBody]> {
     $lhs `,` $rhs attr-dict `:` qualified(type($lhs)) `,` qualified(type($rhs))
       `->` qualified(type($result))
   }];
-  let hasVerifier = 1;
+  // The result type is inferred (HectorOps.cpp); the verifier checks the declared one equals it.
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(::mlir::MLIRContext *context,
+        std::optional<::mlir::Location> location, Adaptor adaptor,
+        ::llvm::SmallVectorImpl<::mlir::Type> &inferred) {
+      return ::hector::inferDot(location, adaptor, inferred);
+    }
+  }];
 }
 
 def Hector_AggregateOp : Hector_Op<"aggregate", [Pure, Hector_TraversalBody]> {
