@@ -58,6 +58,8 @@ if [ "$workers" != 0 ] && "$root/.venv/bin/python" -c "import xdist" 2>/dev/null
 fi
 run_suite pytest "$root/.venv/bin/python" -m pytest -q -rs "${xdist[@]}" "$root/test/python" \
   --junitxml="$results/pytest.xml" -p no:cacheprovider
+# The installed package (cmake --install of this build), used from outside the repository.
+run_suite install bash "$root/tools/check-install.sh"
 # The reliability subset (a few minutes): the spill engine under ThreadSanitizer, and 2 x 150
 # mutants of dialect text and model files through every --emit stage.
 run_suite spill-tsan bash -c "cmake --build '$build' -j $(nproc) --target hector-spill-stress-tsan \

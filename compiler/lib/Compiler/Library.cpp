@@ -48,6 +48,32 @@ std::optional<std::string> runTool(llvm::StringRef program, llvm::ArrayRef<std::
   return text;
 }
 
+/// The kernel templates the package copies: $HECTOR_TEMPLATES_DIR, else the installed tree
+/// beside hectorc, else the source tree hectorc was configured in.
+std::string templatesDir() {
+  std::string installed = besideCompiler("codegen-templates");
+  return configured("HECTOR_TEMPLATES_DIR",
+                    installed.empty() ? HECTOR_DEFAULT_TEMPLATES_DIR : installed.c_str());
+}
+
+/// The runtime's headers (the package copies hector/graph.h): the installed tree, else the source
+/// tree.
+std::string runtimeIncludeDir() {
+  std::string installed = besideCompiler("include/hector/graph.h");
+  return installed.empty() ? HECTOR_DEFAULT_RUNTIME_INCLUDE_DIR : besideCompiler("include");
+}
+
+/// The directory whose lib/libhector_runtime.so the library links: $HECTOR_RUNTIME_DIR, else
+/// the tree hectorc is in (installed, or the build directory), else the configured build
+/// directory.
+std::string runtimeDir() {
+  std::string beside = besideCompiler("lib/libhector_runtime.so");
+  if (!beside.empty())
+    beside = llvm::sys::path::parent_path(llvm::sys::path::parent_path(beside)).str();
+  return configured("HECTOR_RUNTIME_DIR",
+                    beside.empty() ? HECTOR_DEFAULT_RUNTIME_DIR : beside.c_str());
+}
+
 } // namespace
 
 /// Writes the package of `module` into a new temporary directory beside `dir` and renames it
@@ -76,9 +102,7 @@ int writePackageDir(ModuleOp module, const EmitOptions &emitOptions, llvm::Strin
     return fail("cannot create a directory beside '" + dir + "': " + ec.message());
   // createUniqueDirectory appends its own suffix to the model; keep the result.
   TempDir guard{std::string(temp)};
-  if (failed(writePackage(module, emitOptions,
-                          configured("HECTOR_TEMPLATES_DIR", HECTOR_DEFAULT_TEMPLATES_DIR),
-                          HECTOR_DEFAULT_RUNTIME_INCLUDE_DIR, temp)))
+  if (failed(writePackage(module, emitOptions, templatesDir(), runtimeIncludeDir(), temp)))
     return 1;
   if (exists)
     llvm::sys::fs::remove(dir);
@@ -96,16 +120,18 @@ int buildLibrary(ModuleOp module, const EmitOptions &emitOptions, bool portable,
     return fail("building a library needs an output file: -o FILE.so");
   if (isSpecialFile(output))
     return fail("cannot write the library to '" + output + "': not a regular file");
-  std::string cmake = configured("HECTOR_CMAKE", HECTOR_CMAKE_COMMAND);
-  std::string cxx = configured("HECTOR_CXX_COMPILER", HECTOR_CXX_COMPILER_PATH);
+  std::string cmake =
+      configured("HECTOR_CMAKE", executableOr(HECTOR_CMAKE_COMMAND, "cmake").c_str());
+  std::string cxx =
+      configured("HECTOR_CXX_COMPILER", executableOr(HECTOR_CXX_COMPILER_PATH, "c++").c_str());
   if (cmake.empty() || !llvm::sys::fs::can_execute(cmake))
     return fail("cmake not found ('" + cmake + "'); set HECTOR_CMAKE to a cmake executable");
   if (cxx.empty() || !llvm::sys::fs::can_execute(cxx))
     return fail("no C++ compiler ('" + cxx + "'); set HECTOR_CXX_COMPILER to one");
-  std::string runtimeDir = configured("HECTOR_RUNTIME_DIR", HECTOR_DEFAULT_RUNTIME_DIR);
-  llvm::SmallString<256> runtimeLib(runtimeDir);
+  std::string runtime = runtimeDir();
+  llvm::SmallString<256> runtimeLib(runtime);
   llvm::sys::path::append(runtimeLib, "lib", "libhector_runtime.so");
-  if (runtimeDir.empty() || !llvm::sys::fs::exists(runtimeLib))
+  if (runtime.empty() || !llvm::sys::fs::exists(runtimeLib))
     return fail("the hector runtime was not found ('" + runtimeLib +
                 "'); build it (tools/bootstrap.sh) or set HECTOR_RUNTIME_DIR to its build "
                 "directory");
@@ -120,9 +146,7 @@ int buildLibrary(ModuleOp module, const EmitOptions &emitOptions, bool portable,
   llvm::sys::path::append(log, "build.log");
   if (std::error_code ec = llvm::sys::fs::create_directory(source))
     return fail("cannot create '" + source + "': " + ec.message());
-  if (failed(writePackage(module, emitOptions,
-                          configured("HECTOR_TEMPLATES_DIR", HECTOR_DEFAULT_TEMPLATES_DIR),
-                          HECTOR_DEFAULT_RUNTIME_INCLUDE_DIR, source)))
+  if (failed(writePackage(module, emitOptions, templatesDir(), runtimeIncludeDir(), source)))
     return 1;
 
   // LibTorch: HECTOR_TORCH_DIR, or the torch wheel of the configured python.
@@ -130,13 +154,12 @@ int buildLibrary(ModuleOp module, const EmitOptions &emitOptions, bool portable,
   if (torchDir.empty()) {
     llvm::SmallString<256> prefixFile(tempRoot);
     llvm::sys::path::append(prefixFile, "torch_prefix.txt");
-    std::string python = HECTOR_PYTHON_PATH;
+    std::string python = executableOr(HECTOR_PYTHON_PATH, "python3");
     std::optional<llvm::StringRef> redirects[] = {std::nullopt, llvm::StringRef(prefixFile),
                                                   llvm::StringRef(prefixFile)};
     llvm::StringRef argv[] = {python, "-c",
                               "import torch.utils; print(torch.utils.cmake_prefix_path)"};
-    int rc = python.empty() ? -1
-                            : llvm::sys::ExecuteAndWait(python, argv, std::nullopt, redirects);
+    int rc = python.empty() ? -1 : llvm::sys::ExecuteAndWait(python, argv, std::nullopt, redirects);
     auto buffer = llvm::MemoryBuffer::getFile(prefixFile);
     if (rc != 0 || !buffer)
       return fail("LibTorch not found: set HECTOR_TORCH_DIR to LibTorch's cmake directory "
@@ -152,9 +175,14 @@ int buildLibrary(ModuleOp module, const EmitOptions &emitOptions, bool portable,
                 "(share/cmake/Torch)");
   std::string name = *libraryNameOf(module, emitOptions);
   std::vector<std::string> configure = {
-      "-S", std::string(source), "-B", std::string(build), "-DCMAKE_BUILD_TYPE=Release",
-      "-DCMAKE_CXX_COMPILER=" + cxx, "-DTorch_DIR=" + torchDir,
-      "-DHECTOR_RUNTIME_DIR=" + runtimeDir,
+      "-S",
+      std::string(source),
+      "-B",
+      std::string(build),
+      "-DCMAKE_BUILD_TYPE=Release",
+      "-DCMAKE_CXX_COMPILER=" + cxx,
+      "-DTorch_DIR=" + torchDir,
+      "-DHECTOR_RUNTIME_DIR=" + runtime,
       std::string("-DHECTOR_ENABLE_CUDA=") + (emitOptions.cuda ? "ON" : "OFF"),
       std::string("-DHECTOR_NATIVE=") + (portable ? "OFF" : "ON"),
       std::string("-DHECTOR_INDEX64=") + (index64 ? "ON" : "OFF")};
@@ -165,7 +193,8 @@ int buildLibrary(ModuleOp module, const EmitOptions &emitOptions, bool portable,
     configure.push_back("-DCMAKE_CXX_FLAGS=" + extraFlags);
     configure.push_back("-DCMAKE_SHARED_LINKER_FLAGS=" + extraFlags);
   }
-  std::string nvcc = configured("HECTOR_CUDA_COMPILER", HECTOR_CUDA_COMPILER_PATH);
+  std::string nvcc =
+      configured("HECTOR_CUDA_COMPILER", executableOr(HECTOR_CUDA_COMPILER_PATH, "nvcc").c_str());
   if (emitOptions.cuda) {
     if (nvcc.empty() || !llvm::sys::fs::can_execute(nvcc))
       return fail("no CUDA compiler ('" + nvcc +

@@ -6,7 +6,10 @@
 #include "Output.h"
 
 #include "llvm/ADT/SmallString.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
+#include "llvm/Support/Program.h"
 
 #include <optional>
 
@@ -106,6 +109,26 @@ std::string configured(const char *env, const char *fallback) {
     if (!value->empty())
       return *value;
   return fallback;
+}
+
+std::string besideCompiler(llvm::StringRef relative) {
+  static int anchor;
+  std::string self = llvm::sys::fs::getMainExecutable(nullptr, &anchor);
+  if (self.empty())
+    return "";
+  llvm::SmallString<256> path(llvm::sys::path::parent_path(llvm::sys::path::parent_path(self)));
+  llvm::sys::path::append(path, relative);
+  if (!llvm::sys::fs::exists(path))
+    return "";
+  return std::string(path);
+}
+
+std::string executableOr(llvm::StringRef path, llvm::StringRef name) {
+  if (!path.empty() && llvm::sys::fs::can_execute(path))
+    return path.str();
+  if (llvm::ErrorOr<std::string> found = llvm::sys::findProgramByName(name))
+    return *found;
+  return path.str();
 }
 
 } // namespace hector

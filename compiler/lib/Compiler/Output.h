@@ -50,6 +50,16 @@ struct TempDir {
 /// with the environment's overrides.
 std::string configured(const char *env, const char *fallback);
 
+/// `<hectorc's directory>/../relative` when that exists: an installed tree
+/// (tools/cmake/Install.cmake), where the templates, headers and runtime sit beside the compiler.
+/// Empty otherwise (a build tree: the configured source paths apply).
+std::string besideCompiler(llvm::StringRef relative);
+
+/// `path` when it is an executable file, else the program `name` on PATH, else `path` (so that
+/// the error names what was configured). An installed hectorc may have been built in an
+/// environment that no longer exists (pip's isolated build).
+std::string executableOr(llvm::StringRef path, llvm::StringRef name);
+
 } // namespace hector
 
 #endif // HECTOR_COMPILER_OUTPUT_H

@@ -113,6 +113,20 @@ def _read_model(model) -> tuple[str, str | None]:
     return model, None
 
 
+def _hectorc_env() -> dict:
+    """hectorc's environment: the library links the LibTorch of the torch imported here (not the
+    one hectorc was configured with, which an installed hectorc may no longer have), and an
+    installed environment's own cmake when the shell has not put it on PATH."""
+    env = dict(os.environ)
+    if not env.get("HECTOR_TORCH_DIR"):
+        import torch.utils
+        env["HECTOR_TORCH_DIR"] = str(pathlib.Path(torch.utils.cmake_prefix_path) / "Torch")
+    scripts = pathlib.Path(sys.executable).parent
+    if not env.get("HECTOR_CMAKE") and not shutil.which("cmake") and (scripts / "cmake").is_file():
+        env["HECTOR_CMAKE"] = str(scripts / "cmake")
+    return env
+
+
 def compile_library(model, *, target=None, flags=(), **params) -> pathlib.Path:
     """Builds (or finds in the cache) the library of ``model`` and returns its path; see
     :func:`compile`."""
@@ -159,7 +173,7 @@ def compile_library(model, *, target=None, flags=(), **params) -> pathlib.Path:
                       file=sys.stderr, flush=True)
             try:
                 result = subprocess.run(cmd, input=None if source_path else text,
-                                        capture_output=True, text=True)
+                                        capture_output=True, text=True, env=_hectorc_env())
                 if result.returncode != 0:
                     message = (result.stderr or result.stdout).strip()
                     raise CompileError(message or f"hectorc exited with status "
