@@ -7,16 +7,23 @@ AIFB by default — with a two-layer RGCN, RGAT or HGT, compiled by hectorc or b
 
 The setup is the R-GCN paper's (Schlichtkrull et al. 2018): two layers, 16 hidden units, the
 whole graph in every step (full batch), Adam with learning rate 0.01, 50 epochs, cross-entropy on
-the labelled training entities, accuracy on the test entities after the last epoch. One
-difference: the paper's input is featureless — one-hot node identity, so the first layer's
-relation weights have one row per node (in = 8285 on AIFB). A compiled layer multiplies its input
-rows as dense rows, which at that width costs gigabytes and seconds per step on a CPU; here the
-input is a learned node embedding (nn.Embedding, --embed-dim wide), which the first layer's
-relation weights then multiply: a low-rank factorisation of the paper's first-layer weight.
+the labelled training entities, accuracy on the test entities after the last epoch.
+
+Input (--input): rgcn's default is the paper's featureless one — one-hot node identity, so the
+first layer's relation weights have one row per node (in = 8285 on AIFB) and a node's message
+along a relation-r edge is row j of W_r. The layers are hector.nn.RGCNConv (PyG's RGCNConv
+interface: x=None, bias=False as in the paper's formula, no basis decomposition, the paper's
+setting for AIFB), compiled by hector.compile from the model files shipped with the runtime; the
+weight rows are gathered, never a one-hot matrix. --impl pyg runs torch_geometric.nn.RGCNConv
+with the same arguments and initial weights. --input embedding (and rgat, hgt always) feeds a
+learned node embedding (nn.Embedding, --embed-dim wide) to the model file's compiled layers,
+whose first-layer weights then multiply it: a low-rank factorisation of the paper's first-layer
+weight.
 
 Models (both implementations have the same layers, weight shapes and initialisation):
 
-- rgcn: examples/rgcn_aifb.hector; PyG RGCNConv(aggr='mean') x 2, ReLU between.
+- rgcn: featureless, hector.nn.RGCNConv x 2 (bias=False), ReLU between; with --input embedding,
+  examples/rgcn_aifb.hector; PyG RGCNConv(aggr='mean') x 2 either way.
 - rgat: examples/rgat_aifb.hector; PyG RGATConv (across-relation, additive self-attention) x 2,
   --heads heads in the first layer and one in the second, ReLU between.
 - hgt: examples/hgt_aifb.hector; PyG HGTConv x 2 and a linear classifier. The relations are the
@@ -27,8 +34,8 @@ Defaults, chosen on AIFB (the same for both implementations): no L2 penalty, the
 setting for AIFB (it uses 5e-4 on MUTAG, BGS and AM; on AIFB 5e-4 costs RGCN about 1.5 points
 and HGT about 25). Per model:
 
-- rgcn: a 64-wide embedding whose rows have unit expected norm, as one-hot rows do (normal,
-  std 1/8); no dropout.
+- rgcn: featureless; with --input embedding a 64-wide embedding whose rows have unit expected
+  norm, as one-hot rows do (normal, std 1/8); no dropout.
 - rgat, hgt: the attention models fit the embeddings of the 140 training entities perfectly and
   generalise worse; dropout 0.5 on the embedding and N(0, 1) rows help them most. rgat's
   embedding is 64 wide, hgt's 16 (= --hidden).
@@ -80,6 +87,22 @@ class EntityClassifier(nn.Module):
 
     def forward(self) -> torch.Tensor:
         return self.body(F.dropout(self.embedding.weight, self.dropout, self.training))
+
+
+class FeaturelessRGCN(nn.Module):
+    """The paper's featureless RGCN: conv2(relu(conv1(None))), each an RGCNConv with PyG's
+    interface (hector.nn's or torch_geometric.nn's), no bias, no basis decomposition;
+    forward() gives every node's logits."""
+
+    def __init__(self, Conv, num_nodes, hidden, classes, num_relations, edge_index, etype):
+        super().__init__()
+        self.conv1 = Conv(num_nodes, hidden, num_relations, aggr="mean", bias=False)
+        self.conv2 = Conv(hidden, classes, num_relations, aggr="mean", bias=False)
+        self.edge_index, self.etype = edge_index, etype
+
+    def forward(self) -> torch.Tensor:
+        x = F.relu(self.conv1(None, self.edge_index, self.etype))
+        return self.conv2(x, self.edge_index, self.etype)
 
 
 class PygRGAT(nn.Module):
@@ -192,6 +215,21 @@ def prepare(args, data, dtype, device):
     src, dst = data.src.to(device), data.dst.to(device)
     etype, ntype = etype.to(device), data.ntype.to(device)
     N, T, C = data.num_nodes, data.num_ntypes, data.num_classes
+    if args.input == "featureless":
+        if args.impl == "hector":
+            from hector.nn import RGCNConv
+            what = "hector.nn.RGCNConv"
+        else:
+            import torch_geometric
+            from torch_geometric.nn import RGCNConv
+            torch_geometric.backend.use_segment_matmul = False   # as below
+            what = "torch_geometric.nn.RGCNConv"
+        edge_index = torch.stack([src, dst])
+
+        def make_featureless():
+            return FeaturelessRGCN(RGCNConv, N, args.hidden, C, R, edge_index,
+                                   etype).to(device=device, dtype=dtype)
+        return make_featureless, f"{args.model} ({args.impl}: {what} x 2, featureless), {R} relations"
     if args.impl == "hector":
         import hector
         params = {"in": args.embed_dim, "hidden": args.hidden, "classes": C}
@@ -276,6 +314,9 @@ def parse_args() -> argparse.Namespace:
     _common.add_common_args(parser, data="aifb", epochs=50, lr=0.01, weight_decay=0.0,
                             hidden=16, embed_dim=None, seeds=1,
                             notes={"embed_dim": "rgcn, rgat 64; hgt --hidden"})
+    parser.add_argument("--input", choices=["featureless", "embedding"], default=None,
+                        help="the input: one-hot node identity (the paper's; rgcn only, its "
+                             "default) or a learned embedding (rgat, hgt)")
     parser.add_argument("--embed-std", type=float, default=None,
                         help="standard deviation of the embedding's initial values "
                              "(default: rgcn 1/sqrt(--embed-dim); rgat, hgt 1)")
@@ -287,6 +328,10 @@ def parse_args() -> argparse.Namespace:
                              "(default 2; must divide --hidden)")
     args = parser.parse_args()
     defaults = MODELS[args.model]
+    if args.input is None:
+        args.input = "featureless" if args.model == "rgcn" else "embedding"
+    if args.input == "featureless" and args.model != "rgcn":
+        parser.error(f"--input featureless: only rgcn ({args.model} takes an embedding)")
     for name in ("embed_dim", "dropout", "heads"):
         if getattr(args, name) is None:
             setattr(args, name, defaults[name])
@@ -322,8 +367,9 @@ def main() -> None:
     make, what = prepare(args, data, dtype, device)
     print(f"model: {what}; 2 layers, hidden {args.hidden}"
           + (f", {args.heads} heads" if args.heads else "")
-          + f"; embedding {args.embed_dim} (std {args.embed_std:.3g}, dropout {args.dropout:g})"
-          f"; {args.dtype} on {device}; Adam lr {args.lr:g}, weight decay "
+          + ("; featureless input (one-hot node identity)" if args.input == "featureless" else
+             f"; embedding {args.embed_dim} (std {args.embed_std:.3g}, dropout {args.dropout:g})")
+          + f"; {args.dtype} on {device}; Adam lr {args.lr:g}, weight decay "
           f"{args.weight_decay:g}, {args.epochs} epochs, full batch")
 
     test_accs, epoch_times = [], []
