@@ -622,6 +622,18 @@ def child_main(config_path: str) -> int:
             rep["train"] = {"error": short_error(e), "oom": is_oom(e)}
         if cuda:
             rep["cuda_peak_train"] = torch.cuda.max_memory_allocated(dev)
+        if cfg.get("profile") and "error" not in rep["train"]:
+            # One more training step under torch.profiler: the emitted kernels and glue ops are
+            # RECORD_FUNCTION ranges, so their times show where a step's time goes.
+            from torch.profiler import ProfilerActivity, profile
+            acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+            with profile(activities=acts) as prof:
+                train()
+                sync()
+            key = "self_device_time_total" if cuda else "self_cpu_time_total"
+            top = sorted(prof.key_averages(), key=lambda e: getattr(e, key), reverse=True)
+            rep["profile"] = [{"name": e.key, "self_ms": getattr(e, key) / 1e3,
+                               "calls": e.count} for e in top[:cfg["profile"]]]
         for p in weights_list:
             p.grad = None
         if impl == "hector":   # structures a graph builds on first use count too
@@ -1024,6 +1036,9 @@ def main() -> int:
     ap.add_argument("--stats", action="store_true",
                     help="generate (or load) the graphs, print their statistics, measure nothing")
     ap.add_argument("--json", type=pathlib.Path, help="also write every number to this file")
+    ap.add_argument("--profile", type=int, default=0, metavar="N",
+                    help="also profile one training step (torch.profiler) and print its N "
+                         "operators and kernels of most self time, per row")
     args = ap.parse_args()
     graphs = parse_list(args.graphs, list(sg.SPECS), "graph", ap)
     models = parse_list(args.models, list(EXAMPLES), "model", ap)
@@ -1132,7 +1147,7 @@ def main() -> int:
                            "cache_dir": str(cache_dir) if cache_dir else None,
                            "rel_counts": info["rel_counts"], "rel_src_type": info["rel_src_type"],
                            "rel_dst_type": info["rel_dst_type"], "hubs": hubs,
-                           "pyg_slow": args.pyg_slow}
+                           "pyg_slow": args.pyg_slow, "profile": args.profile}
                     row = run_one(cfg, args, work)
                     rows.append(row)
                     tr, inf = row.get("train") or {}, row.get("infer") or {}
@@ -1173,6 +1188,21 @@ def main() -> int:
     if len(r) > 2:
         print("\nPyG / ours (above 1x, ours is better):\n")
         print("\n".join(r))
+    profiled = [r for r in rows if r.get("profile")]
+    if profiled:
+        print(f"\nOne training step under torch.profiler: the {args.profile} entries of most self "
+              "time (ms), per row; the last column is the time's growth from the previous size:\n")
+        seen = {}
+        for r in profiled:
+            key = (r["graph"], r["model"], r["impl"])
+            print(f"{r['graph']} {r['scale']:g} {r['model']} {r['impl']} "
+                  f"(train step {fmt((r.get('train') or {}).get('s'))} s):")
+            before = seen.get(key, {})
+            for e in r["profile"]:
+                prev = before.get(e["name"])
+                grow = f"  x{e['self_ms'] / prev:.2f}" if prev else ""
+                print(f"  {e['self_ms']:10.1f} ms  {e['calls']:4d} calls  {e['name'][:90]}{grow}")
+            seen[key] = {e["name"]: e["self_ms"] for e in r["profile"]}
     gr = growth(rows, args)
     if len(gr) > 2:
         print("\nGrowth between consecutive sizes:\n")
