@@ -9,6 +9,8 @@ time; the report has their times, peak memory, graph preparation, ratios and gro
     python tools/bench_scale.py --device cuda --scales 1,2        # on a GPU machine
     python tools/bench_scale.py --device cuda --packages gpu-packages   # without hectorc there
     python tools/bench_scale.py --stats --graphs mag,wikikg2 --scales 0.01   # the graphs only
+    python tools/bench_scale.py --scales 0.5,1 --models rgat --impls hector --profile 16
+                                  # also: where one training step's time goes, and its growth
 
 Graphs: synthetic graphs with the published statistics of ogbn-mag and ogbl-wikikg2, generated
 by tools/synth_graphs.py (its docstring says how): `mag` (the default) is ogbn-mag's 1,939,743
