@@ -337,32 +337,37 @@ c10::Stack callOp(const std::string &qualified, c10::Stack stack) {
   return stack;
 }
 
-/// PyG's initialisers on one weight (the same rules as hector.load in Python).
-void initialise(at::Tensor &w, const TensorDecl &d) {
+/// PyG's initialisers on one weight (`dims`: one slice's dimensions): Glorot-uniform over
+/// (first dimension, product of the rest) of a slice. The one implementation: C++ layers call it
+/// directly, Python layers through the operator hector::init_weight.
+void initialise(at::Tensor &w, const std::string &init, const std::vector<int64_t> &dims,
+                const std::string &name) {
   at::NoGradGuard guard;
-  if (d.init == "zeros") {
+  if (init == "zeros") {
     w.zero_();
-  } else if (d.init == "ones") {
+  } else if (init == "ones") {
     w.fill_(1.0);
-  } else if (d.init == "normal") {
+  } else if (init == "normal") {
     w.normal_(0.0, 1.0);
-  } else if (d.init == "uniform") {
-    double bound = 1.0 / std::sqrt(d.dims.empty() ? 1.0 : static_cast<double>(d.dims[0]));
+  } else if (init == "uniform") {
+    double bound = 1.0 / std::sqrt(dims.empty() ? 1.0 : static_cast<double>(dims[0]));
     w.uniform_(-bound, bound);
-  } else if (d.init == "glorot") {
-    double fanIn = 1, fanOut = d.dims.empty() ? 1 : static_cast<double>(d.dims[0]);
-    if (d.dims.size() >= 2) {
-      fanIn = static_cast<double>(d.dims[0]);
-      fanOut = static_cast<double>(std::accumulate(d.dims.begin() + 1, d.dims.end(), int64_t{1},
+  } else if (init == "glorot") {
+    double fanIn = 1, fanOut = dims.empty() ? 1 : static_cast<double>(dims[0]);
+    if (dims.size() >= 2) {
+      fanIn = static_cast<double>(dims[0]);
+      fanOut = static_cast<double>(std::accumulate(dims.begin() + 1, dims.end(), int64_t{1},
                                                    std::multiplies<int64_t>()));
     }
     double bound = std::sqrt(6.0 / (fanIn + fanOut));
     w.uniform_(-bound, bound);
   } else {
-    throw std::runtime_error("hector: weight '" + d.name + "' has an unknown initialiser '" +
-                             d.init + "'");
+    TORCH_CHECK_VALUE(false, "hector: weight '", name, "' has an unknown initialiser '", init,
+                      "'");
   }
 }
+
+void initialise(at::Tensor &w, const TensorDecl &d) { initialise(w, d.init, d.dims, d.name); }
 
 } // namespace
 
@@ -498,4 +503,8 @@ std::vector<at::Tensor> CompiledLayer::forward(const Graph &graph,
 TORCH_LIBRARY_FRAGMENT(hector, m) {
   m.def("check_library(str path) -> str",
         [](const std::string &path) { return hector::checkLibraryFile(path); });
+  // hector.load's weights (Python) are initialised by the same code as CompiledLayer's.
+  m.def("init_weight(Tensor(a!) weight, str init, int[] slice_dims, str name) -> ()",
+        [](at::Tensor weight, const std::string &init, const std::vector<int64_t> &dims,
+           const std::string &name) { hector::initialise(weight, init, dims, name); });
 }

@@ -340,3 +340,26 @@ print("GROWTH", rss() - before)
     assert "estimated peak" in r.stdout and "memory budget" in r.stdout
     growth = int(r.stdout.split("GROWTH")[1].split()[0])
     assert growth < 64 << 20, r.stdout     # nothing of the failed calls is kept
+
+
+def test_weights_initialised_as_pyg(compile_model):
+    """A layer's weights start as PyG's initialisers would draw them (the runtime's one
+    implementation, hector::init_weight, shared with C++ layers): W and root by PyG's own
+    glorot, in the manifest's order from the same seed, and the bias zeros. An unknown
+    initialiser is an error naming the weight."""
+    from torch_geometric.nn.inits import glorot
+
+    RGCN = compile_model("rgcn", "in=5", "out=3")
+    torch.manual_seed(123)
+    layer = RGCN(num_relations=4, dtype=torch.float64)
+    torch.manual_seed(123)
+    W = torch.empty(4, 5, 3, dtype=torch.float64)
+    root = torch.empty(5, 3, dtype=torch.float64)
+    glorot(W)
+    glorot(root)
+    assert [w["name"] for w in RGCN.manifest["weights"]] == ["W", "root", "bias"]
+    assert torch.equal(layer.W.detach(), W)
+    assert torch.equal(layer.root.detach(), root)
+    assert torch.equal(layer.bias.detach(), torch.zeros(3, dtype=torch.float64))
+    with pytest.raises(ValueError, match="weight 'W' has an unknown initialiser 'kaiming'"):
+        torch.ops.hector.init_weight(torch.empty(2, 2), "kaiming", [2, 2], "W")

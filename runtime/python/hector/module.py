@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import ctypes
 import json
-import math
 import os
 import pathlib
 
@@ -92,28 +91,11 @@ def _load_library(path) -> dict[str, dict]:
     return _libraries[key]
 
 
-def _init_weight(param: torch.Tensor, kind: str, slice_dims: list[int]) -> None:
-    """PyG's initialisers: Glorot-uniform over (first dim, product of the rest) of one slice."""
+def _init_weight(param: torch.Tensor, kind: str, slice_dims: list[int], name: str) -> None:
+    """PyG's initialisers (Glorot-uniform over (first dim, product of the rest) of one slice),
+    by the runtime's one implementation (hector::init_weight), which C++ layers use too."""
     with torch.no_grad():
-        if kind == "zeros":
-            param.zero_()
-        elif kind == "ones":
-            param.fill_(1.0)
-        elif kind == "normal":
-            param.normal_(0.0, 1.0)
-        elif kind == "uniform":
-            fan_in = slice_dims[0] if slice_dims else 1
-            bound = 1.0 / math.sqrt(fan_in)
-            param.uniform_(-bound, bound)
-        elif kind == "glorot":
-            if len(slice_dims) >= 2:
-                fan_in, fan_out = slice_dims[0], math.prod(slice_dims[1:])
-            else:
-                fan_in, fan_out = 1, (slice_dims[0] if slice_dims else 1)
-            bound = math.sqrt(6.0 / (fan_in + fan_out))
-            param.uniform_(-bound, bound)
-        else:
-            raise ValueError(f"unknown initialiser {kind!r}")
+        torch.ops.hector.init_weight(param.detach(), kind, [int(d) for d in slice_dims], name)
 
 
 class CompiledLayer(torch.nn.Module):
@@ -140,7 +122,7 @@ class CompiledLayer(torch.nn.Module):
             lead = {"relation": [self.num_relations], "ntype": [self.num_ntypes], "none": []}
             shape = lead[w["slicing"]] + list(w["dims"])
             param = torch.nn.Parameter(torch.empty(shape, dtype=dtype, device=device))
-            _init_weight(param, w["init"], list(w["dims"]))
+            _init_weight(param, w["init"], list(w["dims"]), w["name"])
             *owners, leaf = w["name"].split(".")
             module = self
             for owner in owners:
