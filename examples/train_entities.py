@@ -215,14 +215,17 @@ def prepare(args, data, dtype, device):
     src, dst = data.src.to(device), data.dst.to(device)
     etype, ntype = etype.to(device), data.ntype.to(device)
     N, T, C = data.num_nodes, data.num_ntypes, data.num_classes
+    if args.impl == "pyg":
+        import torch_geometric
+        # RGCNConv's segment-matmul path (pyg-lib) averages over all incoming edges at once;
+        # the per-relation loop gives the per-(destination, relation) mean of the paper.
+        torch_geometric.backend.use_segment_matmul = False
     if args.input == "featureless":
         if args.impl == "hector":
             from hector.nn import RGCNConv
             what = "hector.nn.RGCNConv"
         else:
-            import torch_geometric
             from torch_geometric.nn import RGCNConv
-            torch_geometric.backend.use_segment_matmul = False   # as below
             what = "torch_geometric.nn.RGCNConv"
         edge_index = torch.stack([src, dst])
 
@@ -248,10 +251,6 @@ def prepare(args, data, dtype, device):
             return Compiled(layer, graph, extra)
         what = _common.relative(path)
     else:
-        import torch_geometric
-        # RGCNConv's segment-matmul path (pyg-lib) averages over all incoming edges at once;
-        # the per-relation loop gives the per-(destination, relation) mean of the paper.
-        torch_geometric.backend.use_segment_matmul = False
         edge_index = torch.stack([src, dst])
 
         def make_body():
