@@ -68,5 +68,12 @@ torch.save({k: getattr(d, k) for k in ("name", "src", "dst", "etype", "num_nodes
                                       "train_idx", "train_y", "test_idx", "test_y",
                                       "num_classes")}, out / "aifb-entities.pt")
 PY
+# nlohmann/json (the runtime's manifest reader): the GPU machine has no package of it.
+nlohmann=$(printf '#include <nlohmann/json.hpp>\n' | c++ -x c++ -E -M - 2>/dev/null |
+           tr ' \\' '\n\n' | grep -m1 '/nlohmann/json.hpp$' || true)
+if [ -n "$nlohmann" ]; then
+  mkdir -p "$out/include"
+  cp -r "$(dirname "$nlohmann")" "$out/include/nlohmann"
+fi
 stamp >"$out/STAMP"
 echo "wrote $(ls -d "$out"/*-* | wc -l) packages and $(ls "$out/graphs" | wc -l) graphs to $out"

@@ -68,7 +68,8 @@ fi
 
 step configure 120 cmake -G Ninja -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release \
   -DHECTOR_BUILD_COMPILER=OFF -DCMAKE_PREFIX_PATH="$torch_dir" \
-  -DCMAKE_CUDA_COMPILER="$CUDACXX" -DHECTOR_CUDA_ARCHITECTURES=90 || exit 1
+  -DCMAKE_CUDA_COMPILER="$CUDACXX" -DHECTOR_CUDA_ARCHITECTURES=90 \
+  -DHECTOR_NLOHMANN_INCLUDE="$root/gpu-packages/include" || exit 1
 # The template check compiles (one nvcc, about a minute) while the runtime builds.
 timeout 240 "$CUDACXX" -std=c++17 -O2 -arch=sm_90 -Xcompiler -fopenmp -I"$root/codegen-templates" \
   "$root/test/templates/cuda_check.cu" -o "$build/cuda_check" >"$out/template-compile.log" 2>&1 &

@@ -24,11 +24,6 @@
 namespace hector {
 namespace {
 
-/// The library ABI this runtime reads (the manifest's "format"; kLibraryAbi in
-/// compiler/lib/Emit/EmitterInternal.h).
-constexpr int kLibraryAbi = 3;
-constexpr char kAbiSection[] = ".hector_abi";
-constexpr char kAbiPrefix[] = "hectorc library abi ";
 
 #if defined(__x86_64__)
 constexpr uint16_t kMachine = EM_X86_64;

@@ -1,11 +1,14 @@
 //===- model.cpp - Loading compiled layers from C++ -------------*- C++ -*-===//
 //
 // dlopen()s a library built by hectorc, finds the operator namespaces it registers, parses each
-// layer's manifest (a small reader for the manifest's JSON subset) and runs the layer's
-// `forward` operator through the dispatcher.
+// layer's manifest (hector/emit/manifest_json.h, the reader the emitter's writer pairs with) and
+// runs the layer's `forward` operator through the dispatcher. hector.load (Python) loads through
+// the same code (the operators hector::load_library and hector::layer_manifest).
 //
 //===----------------------------------------------------------------------===//
 #include "hector/model.h"
+
+#include "hector/emit/manifest_json.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/library.h>
@@ -29,291 +32,14 @@
 #include <variant>
 
 namespace hector {
-namespace {
-
-//===----------------------------------------------------------------------===//
-// A reader for the manifest's JSON
-//===----------------------------------------------------------------------===//
-
-/// A JSON value: null, bool, number, string, array or object.
-struct Json {
-  std::variant<std::nullptr_t, bool, double, std::string, std::vector<Json>,
-               std::map<std::string, Json>>
-      v;
-
-  const Json &at(const std::string &key) const {
-    const auto *obj = std::get_if<std::map<std::string, Json>>(&v);
-    if (!obj || !obj->count(key))
-      throw std::runtime_error("hector manifest: missing field '" + key + "'");
-    return obj->at(key);
-  }
-  bool has(const std::string &key) const {
-    const auto *obj = std::get_if<std::map<std::string, Json>>(&v);
-    return obj && obj->count(key);
-  }
-  const std::vector<Json> &array() const {
-    if (const auto *a = std::get_if<std::vector<Json>>(&v))
-      return *a;
-    throw std::runtime_error("hector manifest: expected an array");
-  }
-  const std::string &str() const {
-    if (const auto *s = std::get_if<std::string>(&v))
-      return *s;
-    throw std::runtime_error("hector manifest: expected a string");
-  }
-  double num() const {
-    if (const auto *d = std::get_if<double>(&v))
-      return *d;
-    throw std::runtime_error("hector manifest: expected a number");
-  }
-  bool boolean() const {
-    if (const auto *b = std::get_if<bool>(&v))
-      return *b;
-    throw std::runtime_error("hector manifest: expected true or false");
-  }
-};
-
-/// Recursive-descent reader of one JSON document (no surrogate pairs beyond the BMP needed:
-/// manifests hold ASCII names).
-class JsonReader {
-public:
-  explicit JsonReader(const std::string &text) : s(text) {}
-
-  Json document() {
-    Json value = parse(0);
-    skip();
-    if (pos != s.size())
-      fail("trailing characters");
-    return value;
-  }
-
-private:
-  const std::string &s;
-  size_t pos = 0;
-
-  [[noreturn]] void fail(const std::string &what) const {
-    throw std::runtime_error("hector manifest: " + what + " at offset " + std::to_string(pos));
-  }
-  void skip() {
-    while (pos < s.size() && std::isspace(static_cast<unsigned char>(s[pos])))
-      ++pos;
-  }
-  bool eat(char c) {
-    skip();
-    if (pos < s.size() && s[pos] == c) {
-      ++pos;
-      return true;
-    }
-    return false;
-  }
-  void expect(char c) {
-    if (!eat(c))
-      fail(std::string("expected '") + c + "'");
-  }
-  bool word(const char *w) {
-    size_t n = std::char_traits<char>::length(w);
-    if (s.compare(pos, n, w) == 0) {
-      pos += n;
-      return true;
-    }
-    return false;
-  }
-
-  Json parse(int depth) {
-    if (depth > 64)
-      fail("nesting too deep");
-    skip();
-    if (pos >= s.size())
-      fail("unexpected end");
-    char c = s[pos];
-    if (c == '{') {
-      ++pos;
-      std::map<std::string, Json> obj;
-      if (!eat('}')) {
-        do {
-          skip();
-          std::string key = string();
-          expect(':');
-          obj[key] = parse(depth + 1);
-        } while (eat(','));
-        expect('}');
-      }
-      return Json{std::move(obj)};
-    }
-    if (c == '[') {
-      ++pos;
-      std::vector<Json> arr;
-      if (!eat(']')) {
-        do
-          arr.push_back(parse(depth + 1));
-        while (eat(','));
-        expect(']');
-      }
-      return Json{std::move(arr)};
-    }
-    if (c == '"')
-      return Json{string()};
-    if (word("true"))
-      return Json{true};
-    if (word("false"))
-      return Json{false};
-    if (word("null"))
-      return Json{nullptr};
-    size_t end = pos;
-    while (end < s.size() && (std::isdigit(static_cast<unsigned char>(s[end])) ||
-                              (s[end] != '\0' && std::strchr("+-.eE", s[end]))))
-      ++end;
-    if (end == pos)
-      fail("unexpected character");
-    double d = std::strtod(s.substr(pos, end - pos).c_str(), nullptr);
-    pos = end;
-    return Json{d};
-  }
-
-  std::string string() {
-    if (pos >= s.size() || s[pos] != '"')
-      fail("expected a string");
-    ++pos;
-    std::string out;
-    while (pos < s.size() && s[pos] != '"') {
-      char c = s[pos++];
-      if (c != '\\') {
-        out.push_back(c);
-        continue;
-      }
-      if (pos >= s.size())
-        fail("unterminated escape");
-      char e = s[pos++];
-      switch (e) {
-      case 'n': out.push_back('\n'); break;
-      case 't': out.push_back('\t'); break;
-      case 'r': out.push_back('\r'); break;
-      case 'b': out.push_back('\b'); break;
-      case 'f': out.push_back('\f'); break;
-      case 'u': {
-        if (pos + 4 > s.size() ||
-            !std::all_of(s.begin() + pos, s.begin() + pos + 4,
-                         [](char h) { return std::isxdigit(static_cast<unsigned char>(h)); }))
-          fail("bad \\u escape");
-        unsigned code = static_cast<unsigned>(std::stoul(s.substr(pos, 4), nullptr, 16));
-        pos += 4;
-        if (code < 0x80) {
-          out.push_back(static_cast<char>(code));
-        } else if (code < 0x800) {
-          out.push_back(static_cast<char>(0xC0 | (code >> 6)));
-          out.push_back(static_cast<char>(0x80 | (code & 0x3F)));
-        } else {
-          out.push_back(static_cast<char>(0xE0 | (code >> 12)));
-          out.push_back(static_cast<char>(0x80 | ((code >> 6) & 0x3F)));
-          out.push_back(static_cast<char>(0x80 | (code & 0x3F)));
-        }
-        break;
-      }
-      default: out.push_back(e);
-      }
-    }
-    if (pos >= s.size())
-      fail("unterminated string");
-    ++pos;
-    return out;
-  }
-};
-
-/// A whole number of the manifest (a dimension, an axis): finite, integral and within
-/// +-2^53, so that the conversion is exact (a cast of another double is undefined behaviour).
-int64_t integer(const Json &value, const char *what) {
-  const double v = value.num();
-  if (!std::isfinite(v) || v != std::floor(v) || std::fabs(v) > 9007199254740992.0)
-    throw std::runtime_error(std::string("hector manifest: ") + what + " is not an integer");
-  return static_cast<int64_t>(v);
-}
-
-std::vector<TensorDecl> decls(const Json &list, const char *kindKey) {
-  std::vector<TensorDecl> out;
-  for (const Json &item : list.array()) {
-    TensorDecl d;
-    d.name = item.at("name").str();
-    d.kind = item.at(kindKey).str();
-    for (const Json &dim : item.at("dims").array())
-      d.dims.push_back(integer(dim, "a dimension"));
-    d.headAxis = integer(item.at("head_axis"), "head_axis");
-    if (item.has("init"))
-      d.init = item.at("init").str();
-    d.saved = item.has("saved") && item.at("saved").boolean();
-    d.used = !item.has("used") || item.at("used").boolean();
-    d.internalOrder = item.has("order") && item.at("order").str() == "internal";
-    out.push_back(std::move(d));
-  }
-  return out;
-}
-
-} // namespace
 
 LayerManifest parseManifest(const std::string &ns, const std::string &json) {
-  Json m = JsonReader(json).document();
-  if (m.at("format").num() != 3)
-    throw std::runtime_error("hector manifest of " + ns + ": format " +
-                             std::to_string(m.at("format").num()) +
-                             " is not this runtime's (3); rebuild the library with this hectorc");
-  LayerManifest out;
-  out.layer = m.at("layer").str();
-  out.ns = ns;
-  out.entry = m.has("entry") && m.at("entry").boolean();
-  out.inputs = decls(m.at("inputs"), "space");
-  out.weights = decls(m.at("weights"), "slicing");
-  out.outputs = decls(m.at("outputs"), "space");
-  if (m.has("backward"))
-    out.backward = m.at("backward").str();
-  if (m.has("forward"))
-    out.forward = m.at("forward").str();
-  if (m.has("inference"))
-    out.inference = m.at("inference").str();
-  if (m.has("inference_of"))
-    out.inferenceOf = m.at("inference_of").str();
-  if (m.has("variant"))
-    out.variant = m.at("variant").str();
-  if (m.has("variant_of"))
-    out.variantOf = m.at("variant_of").str();
-  if (m.has("variants"))
-    for (const Json &item : m.at("variants").array())
-      out.variants.push_back(item.str());
-  if (m.has("rewrites"))
-    for (const Json &item : m.at("rewrites").array())
-      out.rewrites.push_back(item.str());
-  if (m.has("cost")) {
-    auto numbers = [](const Json &list) {
-      std::vector<double> values;
-      for (const Json &item : list.array())
-        values.push_back(item.num());
-      return values;
-    };
-    const Json &cost = m.at("cost");
-    out.flops = numbers(cost.at("flops"));
-    out.bytes = numbers(cost.at("bytes"));
-    for (const Json &item : cost.at("intermediates").array())
-      out.intermediates.push_back(numbers(item));
+  try {
+    return manifest_json::manifestFromJson(ns, json);
+  } catch (const nlohmann::json::exception &e) {
+    // The reader checks what it reads; this is a last guard, so that no text ends the process.
+    throw std::runtime_error("hector manifest of " + ns + ": " + e.what());
   }
-  {
-    auto numbers = [](const Json &list) {
-      std::vector<double> values;
-      for (const Json &item : list.array())
-        values.push_back(item.num());
-      return values;
-    };
-    const Json &memory = m.at("memory");
-    for (const Json &point : memory.at("points").array())
-      out.memoryPoints.push_back(numbers(point));
-    out.memoryOutputs = numbers(memory.at("outputs"));
-  }
-  for (const Json &item : m.at("graph").array()) {
-    const int k = graph_schema::graphStructureIndex(item.str().c_str());
-    if (k < 0)
-      throw std::runtime_error("hector manifest of " + ns + ": unknown graph structure '" +
-                               item.str() + "'; rebuild the library with this hectorc");
-    out.structures |= GraphStructureMask(1) << k;
-  }
-  out.json = json;
-  return out;
 }
 
 namespace {
@@ -387,24 +113,27 @@ const LayerManifest &manifestOf(const std::string &ns) {
   return *it->second;
 }
 
-std::vector<LayerManifest> loadLibrary(const std::string &path) {
+namespace {
+
+/// loadLibrary, with `caller` (hector::loadLibrary, hector.load) opening its errors.
+std::vector<LayerManifest> loadLibraryFor(const std::string &path, const std::string &caller) {
   static std::mutex mutex;
   static std::map<std::string, std::vector<LayerManifest>> loaded;
   std::lock_guard<std::mutex> lock(mutex);
   char resolved[PATH_MAX];
   if (!realpath(path.c_str(), resolved))
-    throw std::runtime_error("hector::loadLibrary: " + path + " does not exist");
+    throw std::runtime_error(caller + ": " + path + " does not exist");
   std::string key(resolved);
   if (auto it = loaded.find(key); it != loaded.end())
     return it->second;
 
   if (std::string problem = checkLibraryFile(key); !problem.empty())
-    throw std::runtime_error("hector::loadLibrary: " + problem);
+    throw std::runtime_error(caller + ": " + problem);
   std::set<std::string> before = layerNamespaces();
   void *handle = dlopen(key.c_str(), RTLD_NOW | RTLD_GLOBAL);
   if (!handle) {
     const char *err = dlerror();
-    throw std::runtime_error("hector::loadLibrary: cannot load " + path + ": " +
+    throw std::runtime_error(caller + ": cannot load " + path + ": " +
                              (err ? err : "unknown error"));
   }
   std::set<std::string> after = layerNamespaces();
@@ -425,7 +154,7 @@ std::vector<LayerManifest> loadLibrary(const std::string &path) {
       where += (where.empty() ? "" : ", ") + place;
   }
   if (!taken.empty())
-    throw std::runtime_error("hector::loadLibrary: " + path + " registers layers (operator "
+    throw std::runtime_error(caller + ": " + path + " registers layers (operator "
                              "namespaces " + taken + ") that are already loaded in this process "
                              "from " + where + ": the same model built for the same target by "
                              "hectorc. PyTorch cannot replace loaded operators; load that file "
@@ -436,18 +165,24 @@ std::vector<LayerManifest> loadLibrary(const std::string &path) {
       owners[ns] = key;
       const LayerManifest &manifest = manifestOf(ns);
       // Backward layers, inference copies and variants are run by applyLayer only.
-      if (manifest.forward.empty() && manifest.inferenceOf.empty() && manifest.variantOf.empty())
+      if (manifest.userFacing())
         layers.push_back(manifest);
     }
   if (layers.empty())
-    throw std::runtime_error("hector::loadLibrary: " + path +
-                             " registers no hector layer (not built by hectorc)");
+    throw std::runtime_error(caller + ": " + path +
+                             " registers no hector layer (not a library built by hectorc)");
   std::stable_sort(layers.begin(), layers.end(), [](const LayerManifest &a,
                                                     const LayerManifest &b) {
     return a.entry > b.entry;
   });
   loaded[key] = layers;
   return layers;
+}
+
+} // namespace
+
+std::vector<LayerManifest> loadLibrary(const std::string &path) {
+  return loadLibraryFor(path, "hector::loadLibrary");
 }
 
 CompiledLayer::CompiledLayer(LayerManifest manifest, int64_t numRelations, int64_t numNtypes,
@@ -458,9 +193,9 @@ CompiledLayer::CompiledLayer(LayerManifest manifest, int64_t numRelations, int64
                     numRelations, " and ", numNtypes);
   for (const TensorDecl &d : manifest_.weights) {
     std::vector<int64_t> shape;
-    if (d.kind == "relation")
+    if (d.slicing == "relation")
       shape.push_back(numRelations);
-    else if (d.kind == "ntype")
+    else if (d.slicing == "ntype")
       shape.push_back(numNtypes);
     shape.insert(shape.end(), d.dims.begin(), d.dims.end());
     at::Tensor w = at::empty(shape, options);
@@ -507,4 +242,21 @@ TORCH_LIBRARY_FRAGMENT(hector, m) {
   m.def("init_weight(Tensor(a!) weight, str init, int[] slice_dims, str name) -> ()",
         [](at::Tensor weight, const std::string &init, const std::vector<int64_t> &dims,
            const std::string &name) { hector::initialise(weight, init, dims, name); });
+  // hector.load loads a library with the same code as hector::loadLibrary: the operator
+  // namespaces of its layers that the user calls, the entry layer first.
+  m.def("load_library(str path, str caller) -> str[]",
+        [](const std::string &path, const std::string &caller) {
+          std::vector<std::string> namespaces;
+          for (const hector::LayerManifest &layer : hector::loadLibraryFor(path, caller))
+            namespaces.push_back(layer.ns);
+          return namespaces;
+        });
+  // The runtime's reading of a layer's manifest, for Python: what hector::manifestOf parsed
+  // and checked, written back as JSON (without the kernels), with the namespace added.
+  m.def("layer_manifest(str ns) -> str", [](const std::string &ns) {
+    const hector::LayerManifest &layer = hector::manifestOf(ns);
+    hector::manifest_json::Json json = hector::manifest_json::manifestToJson(layer);
+    json["namespace"] = layer.ns;
+    return hector::manifest_json::manifestText(json);
+  });
 }

@@ -131,7 +131,7 @@ double returnedElements(const LayerManifest &m, const std::vector<double> &terms
     double row = 1;
     for (int64_t d : out.dims)
       row *= static_cast<double>(d);
-    elements += row * (out.kind == "node" ? terms[0] : terms[1]);
+    elements += row * (out.space == "node" ? terms[0] : terms[1]);
   }
   return elements;
 }

@@ -12,7 +12,6 @@
 
 #include "hector/Dialect/LayerRelations.h"
 
-#include <nlohmann/json.hpp>
 
 using namespace mlir;
 
@@ -113,7 +112,7 @@ LogicalResult emitManifest(LayerOp layer, const EmitOptions &options, llvm::raw_
     return failure();
   for (emit::LayerPlan &plan : *plans)
     if (plan.layer == layer) {
-      os << emit::manifestText(emit::manifestOf(plan, options.cuda)) << "\n";
+      os << emit::manifestOf(plan, options.cuda) << "\n";
       return success();
     }
   return layer.emitError("the layer is not in its module");

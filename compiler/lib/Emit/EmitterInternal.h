@@ -11,6 +11,7 @@
 
 #include "hector/Dialect/HectorOps.h"
 #include "hector/emit/graph_schema.h"
+#include "hector/emit/manifest_schema.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LogicalResult.h"
@@ -19,8 +20,6 @@
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/raw_ostream.h"
-
-#include <nlohmann/json_fwd.hpp>
 
 #include <array>
 #include <cstdint>
@@ -111,8 +110,8 @@ struct LayerPlan {
   /// The memory of a call, in elements, as coefficients of N, E, U_src, U_dst, R, T, 1: the
   /// tensors the glue holds at each of its allocation points, and the outputs it returns
   /// (written to the manifest for the runtime's memory estimate).
-  std::vector<std::array<double, 7>> memory;
-  std::array<double, 7> outputElements{};
+  std::vector<std::array<double, kNumCostTerms>> memory;
+  std::array<double, kNumCostTerms> outputElements{};
 };
 
 /// Plans every layer of `module`. Each layer's operator namespace hashes its own IR, the whole
@@ -213,10 +212,6 @@ std::optional<RowSumConfig> rowSumConfig(ReduceOp op);
 // Spellings
 //===----------------------------------------------------------------------===//
 
-/// The library ABI (the manifest's "format" and the `.hector_abi` marker's number): what the
-/// runtime must agree on with the emitted glue (runtime/src/library_file.cpp, kLibraryAbi).
-constexpr int kLibraryAbi = 3;
-
 /// The number of elements of a row of dimensions `dims`.
 int64_t numElements(llvm::ArrayRef<int64_t> dims);
 
@@ -278,12 +273,10 @@ void printGlue(LayerPlan &plan, bool cuda, llvm::raw_ostream &os);
 /// and lets the loader report it, where TORCH_LIBRARY would end the process.
 void printRegistration(const std::vector<LayerPlan> &plans, bool cuda, llvm::raw_ostream &os);
 
-/// The manifest of one layer (manifest.json, and the glue's `kManifest`).
-nlohmann::ordered_json manifestOf(LayerPlan &plan, bool cuda);
-
-/// The manifest's JSON text; bytes that are not UTF-8 (which verified IR never holds in a name,
-/// but an attribute may) become U+FFFD instead of throwing.
-std::string manifestText(const nlohmann::ordered_json &manifest);
+/// The manifest of one layer as JSON text (manifest.json, and the glue's `kManifest`;
+/// hector/emit/manifest_json.h writes it). Bytes that are not UTF-8 (which verified IR never
+/// holds in a name, but an attribute may) become U+FFFD instead of throwing.
+std::string manifestOf(LayerPlan &plan, bool cuda);
 
 } // namespace emit
 } // namespace hector

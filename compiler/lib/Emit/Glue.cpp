@@ -14,7 +14,6 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 
@@ -66,7 +65,7 @@ static std::vector<uint64_t> outputsOfKernels(const LayerPlan &plan) {
 /// graph structures its kernels read (`kStructures`) and the declarations of its CUDA kernels.
 static void printLayerConstants(LayerPlan &plan, const std::string &op, bool cuda,
                                 llvm::raw_ostream &os) {
-  std::string manifest = manifestText(manifestOf(plan, cuda));
+  std::string manifest = manifestOf(plan, cuda);
   os << "namespace " << op << " {\n\n";
   os << "const char *const kManifest =";
   for (StringRef rest = manifest; !rest.empty();) {
@@ -490,9 +489,9 @@ void printRegistration(const std::vector<LayerPlan> &plans, bool cuda, llvm::raw
   os << cppQuoted(namespaces) << ";\n}\n\n"
      << "/// The hectorc ABI marker that hector.load and hector::loadLibrary look for before they\n"
      << "/// load a file (docs/architecture.md, \"The emitted library and its ABI\").\n"
-     << "extern \"C\" __attribute__((visibility(\"default\"), used, section(\".hector_abi\"))) "
-        "const char hector_library_abi[] = "
-     << cppQuoted("hectorc library abi " + std::to_string(kLibraryAbi)) << ";\n";
+     << "extern \"C\" __attribute__((visibility(\"default\"), used, section("
+     << cppQuoted(kAbiSection) << "))) const char hector_library_abi[] = "
+     << cppQuoted(kAbiPrefix + std::to_string(kLibraryAbi)) << ";\n";
 }
 
 } // namespace emit

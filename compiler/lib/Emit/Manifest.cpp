@@ -8,78 +8,85 @@
 #include "EmitterInternal.h"
 
 #include "hector/Dialect/LayerRelations.h"
+#include "hector/emit/manifest_json.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 
-#include <nlohmann/json.hpp>
 
 using namespace mlir;
 
 namespace hector {
 namespace emit {
 
-using Json = nlohmann::ordered_json;
+using Json = manifest_json::Json;
 
-std::string manifestText(const Json &manifest) {
-  return manifest.dump(2, ' ', false, Json::error_handler_t::replace);
-}
-
-static Json shapeJson(RowShape shape) {
-  return Json(std::vector<int64_t>(shape.dims.begin(), shape.dims.end()));
+static std::vector<int64_t> dimsOf(RowShape shape) {
+  return std::vector<int64_t>(shape.dims.begin(), shape.dims.end());
 }
 
 /// The layer's integer and float parameters.
-static Json paramsJson(LayerOp layer) {
-  Json params = Json::object();
+static std::vector<LayerParam> paramsOf(LayerOp layer) {
+  std::vector<LayerParam> params;
   if (DictionaryAttr dict = layer.getParamsAttr())
     for (NamedAttribute attr : dict) {
-      if (auto i = dyn_cast<IntegerAttr>(attr.getValue()))
-        params[attr.getName().str()] = i.getInt();
-      else if (auto f = dyn_cast<FloatAttr>(attr.getValue()))
-        params[attr.getName().str()] = f.getValueAsDouble();
+      LayerParam p;
+      p.name = attr.getName().str();
+      if (auto i = dyn_cast<IntegerAttr>(attr.getValue())) {
+        p.intValue = i.getInt();
+        p.value = static_cast<double>(p.intValue);
+      } else if (auto f = dyn_cast<FloatAttr>(attr.getValue())) {
+        p.integer = false;
+        p.value = f.getValueAsDouble();
+      } else {
+        continue;
+      }
+      params.push_back(std::move(p));
     }
   return params;
 }
 
-static Json inputsJson(const LayerPlan &plan) {
-  Json inputs = Json::array();
+static std::vector<TensorDecl> inputsOf(const LayerPlan &plan) {
+  std::vector<TensorDecl> inputs;
   for (InputOp input : plan.inputs) {
     ValueType type = input.getResult().getType();
-    Json decl = {{"name", input.getName().str()},
-                 {"space", stringifySpace(type.getSpace()).str()},
-                 {"dims", shapeJson(type.getShape())},
-                 {"head_axis", type.getHeadAxis()}};
-    if (!plan.forwardOf.empty())
-      decl["used"] = !input.getResult().use_empty();
-    if (isSavedInput(input))
-      decl["order"] = "internal";
-    inputs.push_back(decl);
+    TensorDecl d;
+    d.name = input.getName().str();
+    d.space = stringifySpace(type.getSpace()).str();
+    d.dims = dimsOf(type.getShape());
+    d.headAxis = type.getHeadAxis();
+    d.used = !input.getResult().use_empty();
+    d.internalOrder = isSavedInput(input);
+    inputs.push_back(std::move(d));
   }
   return inputs;
 }
 
-static Json weightsJson(const LayerPlan &plan) {
-  Json weights = Json::array();
+static std::vector<TensorDecl> weightsOf(const LayerPlan &plan) {
+  std::vector<TensorDecl> weights;
   for (WeightOp weight : plan.weights) {
     WeightType type = weight.getResult().getType();
-    weights.push_back({{"name", weight.getName().str()},
-                       {"slicing", stringifySlicing(type.getSlicing()).str()},
-                       {"dims", shapeJson(type.getShape())},
-                       {"head_axis", type.getHeadAxis()},
-                       {"init", stringifyWeightInit(weight.getInit()).str()}});
+    TensorDecl d;
+    d.name = weight.getName().str();
+    d.slicing = stringifySlicing(type.getSlicing()).str();
+    d.dims = dimsOf(type.getShape());
+    d.headAxis = type.getHeadAxis();
+    d.init = stringifyWeightInit(weight.getInit()).str();
+    weights.push_back(std::move(d));
   }
   return weights;
 }
 
-static Json outputsJson(const LayerPlan &plan) {
-  Json outputs = Json::array();
+static std::vector<TensorDecl> outputsOf(const LayerPlan &plan) {
+  std::vector<TensorDecl> outputs;
   for (OutputOp output : plan.outputs) {
+    TensorDecl d;
+    d.name = output.getName().str();
     if (auto weight = dyn_cast<WeightType>(output.getValue().getType())) {
-      outputs.push_back({{"name", output.getName().str()},
-                         {"space", "weight"},
-                         {"slicing", stringifySlicing(weight.getSlicing()).str()},
-                         {"dims", shapeJson(weight.getShape())},
-                         {"head_axis", weight.getHeadAxis()}});
+      d.space = "weight";
+      d.slicing = stringifySlicing(weight.getSlicing()).str();
+      d.dims = dimsOf(weight.getShape());
+      d.headAxis = weight.getHeadAxis();
+      outputs.push_back(std::move(d));
       continue;
     }
     auto type = cast<ValueType>(output.getValue().getType());
@@ -88,57 +95,43 @@ static Json outputsJson(const LayerPlan &plan) {
     if (isSavedOutput(output))
       space = type.getSpace() == Space::Src || type.getSpace() == Space::Dst ? Space::Edge
                                                                              : type.getSpace();
-    Json decl = {{"name", output.getName().str()},
-                 {"space", stringifySpace(space).str()},
-                 {"dims", shapeJson(type.getShape())},
-                 {"head_axis", type.getHeadAxis()}};
-    if (isSavedOutput(output)) {
-      decl["saved"] = true;
-      decl["order"] = "internal";
-    }
-    outputs.push_back(decl);
+    d.space = stringifySpace(space).str();
+    d.dims = dimsOf(type.getShape());
+    d.headAxis = type.getHeadAxis();
+    d.saved = d.internalOrder = isSavedOutput(output);
+    outputs.push_back(std::move(d));
   }
   return outputs;
 }
 
-/// Adds the namespaces of the layers `plan`'s layer names to `m`.
-static void addRelatedLayers(const LayerPlan &plan, Json &m) {
+/// The namespaces of the layers `plan`'s layer names.
+static void addRelatedLayers(const LayerPlan &plan, LayerManifest &m) {
   // Training: the forward layer names its backward layer's namespace and vice versa.
-  if (!plan.backwardOf.empty())
-    m["backward"] = plan.backwardOf;
-  if (!plan.forwardOf.empty())
-    m["forward"] = plan.forwardOf;
-  if (!plan.inference.empty())
-    m["inference"] = plan.inference;
-  if (!plan.inferenceOf.empty())
-    m["inference_of"] = plan.inferenceOf;
+  m.backward = plan.backwardOf;
+  m.forward = plan.forwardOf;
+  m.inference = plan.inference;
+  m.inferenceOf = plan.inferenceOf;
   // Optimisation variants.
-  if (!plan.variant.empty())
-    m["variant"] = plan.variant;
-  if (!plan.variantOf.empty())
-    m["variant_of"] = plan.variantOf;
-  if (!plan.variant.empty() && plan.variantOf.empty())
-    m["variants"] = plan.variants;
+  m.variant = plan.variant;
+  m.variantOf = plan.variantOf;
+  m.variants = plan.variants;
 }
 
 /// The cost model's estimate (the layer's `hector.cost`), which the runtime chooses among
 /// variants by: coefficients of N, E, U_src, U_dst, R, T, 1.
-static Json costJson(DictionaryAttr cost) {
+static void addCost(DictionaryAttr cost, LayerManifest &m) {
   auto coefficients = [](Attribute attr) {
     std::vector<double> values;
     if (auto array = dyn_cast_or_null<DenseF64ArrayAttr>(attr))
       values.assign(array.asArrayRef().begin(), array.asArrayRef().end());
     return values;
   };
-  Json c;
-  c["terms"] = {"N", "E", "U_src", "U_dst", "R", "T", "1"};
-  c["flops"] = coefficients(cost.get("flops"));
-  c["bytes"] = coefficients(cost.get("bytes"));
-  c["intermediates"] = Json::array();
+  m.hasCost = true;
+  m.flops = coefficients(cost.get("flops"));
+  m.bytes = coefficients(cost.get("bytes"));
   if (auto list = dyn_cast_or_null<ArrayAttr>(cost.get("intermediates")))
     for (Attribute item : list)
-      c["intermediates"].push_back(coefficients(item));
-  return c;
+      m.intermediates.push_back(coefficients(item));
 }
 
 /// A kernel: its name, the template it instantiates and that instance's configuration.
@@ -182,36 +175,30 @@ static Json kernelJson(const LayerPlan &plan, const Kernel &kernel) {
   return k;
 }
 
-Json manifestOf(LayerPlan &plan, bool cuda) {
-  Json m;
-  m["format"] = kLibraryAbi; // the runtime ABI (see kLibraryAbi)
-  m["layer"] = plan.layer.getSymName().str();
-  m["entry"] = plan.entry;
-  m["params"] = paramsJson(plan.layer);
-  m["inputs"] = inputsJson(plan);
-  m["weights"] = weightsJson(plan);
-  m["outputs"] = outputsJson(plan);
+std::string manifestOf(LayerPlan &plan, bool cuda) {
+  LayerManifest m;
+  m.layer = plan.layer.getSymName().str();
+  m.entry = plan.entry;
+  m.params = paramsOf(plan.layer);
+  m.inputs = inputsOf(plan);
+  m.weights = weightsOf(plan);
+  m.outputs = outputsOf(plan);
   addRelatedLayers(plan, m);
-  if (auto lines = plan.layer->getAttrOfType<ArrayAttr>(kRewritesAttrName)) {
-    m["rewrites"] = Json::array();
+  if (auto lines = plan.layer->getAttrOfType<ArrayAttr>(kRewritesAttrName))
     for (Attribute line : lines)
       if (auto text = dyn_cast<StringAttr>(line))
-        m["rewrites"].push_back(text.getValue().str());
-  }
+        m.rewrites.push_back(text.getValue().str());
   if (auto cost = plan.layer->getAttrOfType<DictionaryAttr>(kCostAttrName))
-    m["cost"] = costJson(cost);
-  m["kernels"] = Json::array();
+    addCost(cost, m);
+  for (const std::array<double, kNumCostTerms> &point : plan.memory)
+    m.memoryPoints.emplace_back(point.begin(), point.end());
+  m.memoryOutputs.assign(plan.outputElements.begin(), plan.outputElements.end());
+  m.structures = plan.structures;
+  m.cuda = cuda;
+  Json kernels = Json::array();
   for (const Kernel &kernel : plan.kernels)
-    m["kernels"].push_back(kernelJson(plan, kernel));
-  m["memory"] = {{"terms", {"N", "E", "U_src", "U_dst", "R", "T", "1"}},
-                 {"points", plan.memory},
-                 {"outputs", plan.outputElements}};
-  m["graph"] = Json::array();
-  for (int k = 0; k < graph_schema::kNumGraphStructures; ++k)
-    if (plan.structures >> k & 1)
-      m["graph"].push_back(graph_schema::graphStructures()[k].name);
-  m["cuda"] = cuda;
-  return m;
+    kernels.push_back(kernelJson(plan, kernel));
+  return manifest_json::manifestText(manifest_json::manifestToJson(m, &kernels));
 }
 
 } // namespace emit

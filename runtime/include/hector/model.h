@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "hector/emit/manifest_schema.h"
 #include "hector/graph.h"
 
 #include <torch/nn/module.h>
@@ -22,57 +23,8 @@
 
 namespace hector {
 
-/// An input, weight or output of a compiled layer, as its manifest describes it.
-struct TensorDecl {
-  std::string name;
-  /// The index space of an input or output (node, edge, ...), or a weight's slicing
-  /// (relation, ntype, none).
-  std::string kind;
-  std::vector<int64_t> dims;
-  int64_t headAxis = -1;
-  /// A weight's initialiser: glorot, zeros, ones, uniform or normal.
-  std::string init;
-  /// An output of a forward layer that its backward layer reads (an activation saved for
-  /// backward: not returned to the caller).
-  bool saved = false;
-  /// Whether a backward layer's kernels read this input (unread ones may be undefined).
-  bool used = true;
-  /// Edge rows in the graph's internal (relation-sorted) order rather than the user's.
-  bool internalOrder = false;
-};
-
-/// The interface of one compiled layer (docs/architecture.md, "The emitted library and its ABI").
-struct LayerManifest {
-  std::string layer;     ///< the layer's name in the model file
-  std::string ns;        ///< its torch operator namespace
-  bool entry = false;    ///< whether it is the library's entry layer
-  std::vector<TensorDecl> inputs, weights, outputs;
-  /// Training: a forward layer's backward layer namespace (empty when built with
-  /// --no-backward), or a backward layer's forward layer namespace.
-  std::string backward, forward;
-  /// A forward layer's inference copy (runs calls that need no gradient: it saves nothing, so
-  /// its kernels are fused freely), or the layer an inference copy copies.
-  std::string inference, inferenceOf;
-  /// Optimisation variants (docs/architecture.md, "Optimisations"): this layer's variant
-  /// ("none" for the layer as written, "reorder", "compact", "both"; empty in libraries built
-  /// before variants existed), the namespaces of the layer's other variants (on the layer as
-  /// written), or the namespace of the layer a variant belongs to.
-  std::string variant, variantOf;
-  std::vector<std::string> variants;
-  /// The rewrites the variant applied and skipped ("applies ..." / "skips ...").
-  std::vector<std::string> rewrites;
-  /// The cost model's estimate: coefficients of N, E, U_src, U_dst, R, T and 1 (empty when the
-  /// library carries none).
-  std::vector<double> flops, bytes;
-  std::vector<std::vector<double>> intermediates;
-  /// The graph structures the layer's kernels read (built before a call).
-  GraphStructureMask structures = 0;
-  /// The memory of a call in elements (coefficients of N, E, U_src, U_dst, R, T, 1): what the
-  /// layer holds at each allocation point, and the outputs it returns.
-  std::vector<std::vector<double>> memoryPoints;
-  std::vector<double> memoryOutputs;
-  std::string json;      ///< the manifest as the library returned it
-};
+// TensorDecl and LayerManifest, the manifest as the emitter writes it and the runtime reads it,
+// are declared in hector/emit/manifest_schema.h.
 
 /// The variant of `layer` (the layer as loaded) that runs on `graph`: `request` "auto" (or
 /// empty) chooses with the cost model, the cheapest estimated cost at the graph's sizes
@@ -132,9 +84,9 @@ std::vector<at::Tensor> applyLayer(const LayerManifest &layer, const Graph &grap
                                    const std::vector<at::Tensor> &weights,
                                    const std::string &variant = "auto");
 
-/// Parses the manifest JSON of the layer registered in operator namespace `ns`; throws
-/// std::runtime_error naming what is wrong (malformed JSON, a missing or mistyped field,
-/// another format).
+/// Parses the manifest JSON of the layer registered in operator namespace `ns`
+/// (hector/emit/manifest_json.h); throws std::runtime_error naming what is wrong (malformed
+/// JSON, a missing or mistyped field, another format).
 LayerManifest parseManifest(const std::string &ns, const std::string &json);
 
 /// Checks, without mapping it, that `path` is a library hectorc built for this runtime: an ELF

@@ -18,7 +18,6 @@ sub-layers (``conv1.W``) live in submodules, so ``state_dict()`` keys read ``con
 """
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import pathlib
@@ -28,23 +27,13 @@ import torch
 from ._native import load_runtime
 
 _libraries: dict[str, dict[str, dict]] = {}   # resolved path -> {layer name -> manifest}
-_namespace_paths: dict[str, str] = {}          # operator namespace -> the library that registered it
 
 
-def _registered_manifest_namespaces() -> set[str]:
-    return {s.name.split("::")[0] for s in torch._C._jit_get_all_schemas()
-            if s.name.startswith("hector_") and s.name.endswith("::manifest")}
-
-
-def _library_namespaces(path: str) -> list[str]:
-    """The operator namespaces a loaded library built by hectorc registers (its exported
-    ``hector_library_namespaces()``); empty for a library without that function."""
-    try:
-        function = ctypes.CDLL(path).hector_library_namespaces
-    except (OSError, AttributeError):
-        return []
-    function.restype = ctypes.c_char_p
-    return [ns for ns in function().decode().split(",") if ns]
+def layer_manifest(ns: str) -> dict:
+    """The manifest of the layer registered in operator namespace ``ns``, as the runtime read and
+    checked it (hector/emit/manifest_json.h, the one reader; the runtime writes its reading back
+    as JSON, with ``namespace`` added)."""
+    return json.loads(torch.ops.hector.layer_manifest(ns))
 
 
 def _load_library(path) -> dict[str, dict]:
@@ -54,40 +43,12 @@ def _load_library(path) -> dict[str, dict]:
     key = str(path.resolve())
     if key not in _libraries:
         load_runtime()  # the model library links libhector_runtime.so
-        # dlopen trusts the file: a truncated one faults in the loader, a foreign one runs its
-        # constructors. The runtime reads its headers first (runtime/src/library_file.cpp).
-        problem = torch.ops.hector.check_library(key)
-        if problem:
-            raise RuntimeError(f"hector.load: {problem}")
-        before = _registered_manifest_namespaces()
-        torch.ops.load_library(key)
-        new = sorted(_registered_manifest_namespaces() - before)
-        own = _library_namespaces(key)
-        taken = sorted(set(own) - set(new))
-        if taken:
-            where = sorted({_namespace_paths.get(ns, "another library") for ns in taken})
-            raise RuntimeError(
-                f"hector.load: {path} registers layers (operator namespaces {', '.join(taken)}) "
-                f"that are already loaded in this process from {', '.join(where)}: the same "
-                "model built for the same target by hectorc. PyTorch cannot replace loaded "
-                "operators; load that file instead, or this one in a new process")
-        if not new:
-            raise RuntimeError(
-                f"hector.load: {path} registers no hector layer (not a library built by hectorc)")
-        for ns in new:
-            _namespace_paths[ns] = key
-        manifests = {}
-        for ns in new:
-            manifest = json.loads(getattr(torch.ops, ns).manifest())
-            if manifest.get("format") != 3:
-                raise RuntimeError(f"hector.load: {path}: manifest format "
-                                   f"{manifest.get('format')!r} is not this runtime's (3); "
-                                   "rebuild the library with this hectorc")
-            manifest["namespace"] = ns
-            if "forward" in manifest or "inference_of" in manifest or "variant_of" in manifest:
-                continue  # backward layer / inference copy / variant: run by layer_apply
-            manifests[manifest["layer"]] = manifest
-        _libraries[key] = manifests
+        # The runtime loads it, as hector::loadLibrary does: it reads the file's headers first
+        # (dlopen trusts the file: a truncated one faults in the loader, a foreign one runs its
+        # constructors), refuses a library whose layers another file registered, and parses the
+        # manifests. The namespaces of the layers the user calls come back, the entry first.
+        namespaces = torch.ops.hector.load_library(str(path), "hector.load")
+        _libraries[key] = {m["layer"]: m for m in map(layer_manifest, namespaces)}
     return _libraries[key]
 
 
@@ -173,7 +134,7 @@ class CompiledLayer(torch.nn.Module):
         those of "reorder", "compact", "both" whose rewrites change the layer."""
         names = [cls.manifest.get("variant", "none")]
         for ns in cls.manifest.get("variants", []):
-            names.append(json.loads(getattr(torch.ops, ns).manifest())["variant"])
+            names.append(layer_manifest(ns)["variant"])
         return names
 
     def chosen_variant(self, graph, training: bool | None = None) -> str:
