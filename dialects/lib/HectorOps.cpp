@@ -7,6 +7,7 @@
 #include "hector/Dialect/HectorOps.h"
 #include "hector/Dialect/LayerRelations.h"
 #include "hector/Dialect/Names.h"
+#include "hector/Dialect/SpaceRules.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
@@ -280,6 +281,63 @@ LogicalResult UniqueExpandOp::verify() {
     return emitOpError() << "input must be indexed by unique pairs (unique_src, unique_dst), got "
                          << stringifySpace(input.getSpace());
   return checkResultType(*this, input.withSpace(Space::Edge), getResult().getType());
+}
+
+/// The shape of one row of a table of rows `table` (its first dimension the rows): the rest of
+/// its dimensions; std::nullopt without a second dimension or with the rows as head dimension.
+static std::optional<OwnedShape> tableRowShape(RowShape table) {
+  if (table.dims.size() < 2 || table.headAxis == 0)
+    return std::nullopt;
+  OwnedShape row;
+  row.dims.assign(table.dims.begin() + 1, table.dims.end());
+  row.headAxis = table.headAxis < 0 ? -1 : table.headAxis - 1;
+  return row;
+}
+
+LogicalResult hector::inferSrcRow(std::optional<Location> location, Value table,
+                                  SmallVectorImpl<Type> &inferred) {
+  auto type = dyn_cast<ValueType>(table.getType());
+  if (!type) // reported by the operand type constraints
+    return failure();
+  auto fail = [&](const Twine &why) {
+    return emitOptionalError(location, "'", SrcRowOp::getOperationName(), "' op ", why);
+  };
+  Space space = type.getSpace();
+  std::optional<Space> result;
+  if (space == Space::Relation)
+    result = spaces::srcRowSpace<Space>(Slicing::Relation);
+  else if (space == Space::None)
+    result = spaces::srcRowSpace<Space>(Slicing::None);
+  if (!result)
+    return fail("input must be a relation-sliced or unsliced weight read as a value (relation "
+                "or none), got " + stringifySpace(space));
+  std::optional<OwnedShape> row = tableRowShape(type.getShape());
+  if (!row)
+    return fail("input must be a table of rows (at least 2 dimensions, the first not the head "
+                "dimension), got " + formatShape(type.getShape()));
+  inferred.push_back(ValueType::get(table.getContext(), *result, row->view()));
+  return success();
+}
+
+// The result type is inferred (inferSrcRow); the interface checks the declared one against it.
+LogicalResult SrcRowOp::verify() { return success(); }
+
+LogicalResult SrcRowGradOp::verify() {
+  WeightType result = getResult().getType();
+  ValueType grad = getGrad().getType();
+  if (result.getSlicing() == Slicing::NType)
+    return emitOpError("result must be a relation-sliced or unsliced weight, got an "
+                       "ntype-sliced one");
+  std::optional<OwnedShape> row = tableRowShape(result.getShape());
+  if (!row)
+    return emitOpError() << "result must be a table of rows whose first dimension is not the "
+                            "head dimension, got "
+                         << formatShape(result.getShape());
+  if (grad.getSpace() != Space::Edge && grad.getSpace() != Space::Src &&
+      grad.getSpace() != Space::Dst)
+    return emitOpError() << "grad must be indexed by edges (edge, src, dst), got "
+                         << stringifySpace(grad.getSpace());
+  return checkSameShape(*this, "grad", grad.getShape(), row->view(), "result's row");
 }
 
 //===----------------------------------------------------------------------===//

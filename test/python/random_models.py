@@ -10,7 +10,8 @@ prints each failing seed with its model text and the first difference, and exits
 The generator covers edge and node statements, `src.`/`dst.`, edge inputs, relation-, node-type-
 sliced and unsliced weights as values and in `linear`, `dot`, `concat`, heads (`split_heads`,
 `merge_heads`, head-wise broadcasting), `sum`/`mean`/`max` aggregation, `softmax`, the unary
-functions, `+ - * /` with scalar and head broadcasting, per-head `linear`, derived weights
+functions, `+ - * /` with scalar and head broadcasting, per-head `linear`, `src_row` (relation-
+sliced and unsliced tables), derived weights
 (`matmul`), sub-layer instances and calls, and edge and node outputs. A `max` argument
 always adds the random edge input, so that no two edges tie (a tie has no unique gradient);
 divisions are by `2 + tanh(...)` and `exp` reads a `tanh`, so values stay finite.
@@ -27,6 +28,7 @@ import torch
 from references import edge_softmax
 
 H = 2            # the `heads H` parameter of every random layer
+TABLE_ROWS = 48  # rows of the tables src_row reads (at least the nodes of check_layer's graphs)
 HEAD_D = 3       # per-head width of [Hh, d] values
 WIDTHS = [2, 4, 6]
 # Row shapes: () scalar, (k,) vector, ("h",) one per head, ("h", HEAD_D) a vector per head.
@@ -134,7 +136,20 @@ class Generator:
             return src
         if ctx == "edge" and shape == () and self.chance(0.5):
             return Expr("ew", lambda env: env.values["ew"], (), True)
+        if ctx == "edge" and self.chance(0.15):
+            return self.src_row(shape)
         return self.linear(ctx, src, shape, allow_sliced=True)
+
+    def src_row(self, shape) -> Expr:
+        """src_row(W): row src of the edge's relation slice of W [TABLE_ROWS, shape...], or of
+        an unsliced W (the featureless input)."""
+        slicing = self.rng.choice(["relation", "none"])
+        name = self.weight(slicing, (TABLE_ROWS,) + tuple(shape))
+
+        def fn(env, name=name, slicing=slicing):
+            w = env.weights[name]
+            return w[env.g.etype, env.g.src] if slicing == "relation" else w[env.g.src]
+        return Expr(f"src_row({name})", fn, shape, True)
 
     def linear(self, ctx, a: Expr, shape, allow_sliced) -> Expr:
         per_head = a.shape[:1] == ("h",)        # [Hh, k] . [Hh, k, m] per head

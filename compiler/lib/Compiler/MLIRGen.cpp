@@ -44,6 +44,7 @@ std::optional<size_t> arityOf(fe::OpKind kind) {
   case fe::OpKind::Src:
   case fe::OpKind::Dst:
   case fe::OpKind::Slice:
+  case fe::OpKind::SrcRow:
   case fe::OpKind::Neg:
 #define HECTOR_UNARY_FUNCTION(kind, spelling) case fe::OpKind::kind:
 #include "hector/Frontend/UnaryFunctions.def"
@@ -245,6 +246,8 @@ private:
       return builder.create<DstOp>(where, type, args[0]);
     case fe::OpKind::Slice:
       return builder.create<SliceOp>(where, type, args[0]);
+    case fe::OpKind::SrcRow:
+      return builder.create<SrcRowOp>(where, type, args[0]);
     case fe::OpKind::Linear:
       return builder.create<LinearOp>(where, type, args[0], args[1]);
     case fe::OpKind::Dot:

@@ -214,6 +214,8 @@ private:
       return eval(gather.getInput(), gather.getSide() == EdgeEnd::Src ? srcVar : dstVar);
     if (isa<SplitHeadsOp, MergeHeadsOp>(def))
       return eval(def->getOperand(0), ctx);
+    if (auto row = dyn_cast<SrcRowOp>(def))
+      return computeSrcRow(row, ctx);
     if (isAccumulated(def)) {
       if (ctx != "v" || passOf(def) >= readablePasses) {
         def->emitError("this reduction is read where its value is not available in the "
@@ -270,6 +272,22 @@ private:
       if (llvm::find(edgeRows, entry) == edgeRows.end())
         edgeRows.push_back(entry);
     }
+    return name;
+  }
+
+  /// src_row: a pointer to row `src` of the table (the edge's relation's slice, or the one
+  /// table): the weight-row gather of a featureless input, fused into the traversal. The glue
+  /// checks that the graph's node ids are rows of the table.
+  std::string computeSrcRow(SrcRowOp row, const std::string &ctx) {
+    if (srcVar.empty()) {
+      row.emitError("src_row is read where the traversal has no edge");
+      failedScope = true;
+      return "0";
+    }
+    std::string table = eval(row.getInput(), ctx);
+    std::string name = fresh();
+    os << indent << "const T *" << name << " = " << table << " + std::int64_t(" << srcVar
+       << ") * " << sizeOf(row.getResult()) << ";\n";
     return name;
   }
 

@@ -14,7 +14,6 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 
-
 #include <algorithm>
 
 using namespace mlir;
@@ -393,6 +392,32 @@ static void printArgumentChecks(LayerPlan &plan, const std::string &op, llvm::ra
   }
 }
 
+/// The name of the weight whose slice `table` (a src_row's operand, a traversal's block
+/// argument after the lowering) reads, or "" when it is not one.
+static std::string tableWeightName(Value table) {
+  if (auto arg = dyn_cast<BlockArgument>(table))
+    if (auto traversal = dyn_cast<TraversalOp>(arg.getOwner()->getParentOp()))
+      table = traversal->getOperand(arg.getArgNumber());
+  if (auto slice = table.getDefiningOp<SliceOp>())
+    if (auto weight = slice.getInput().getDefiningOp<WeightOp>())
+      return weight.getName().str();
+  return "";
+}
+
+/// Prints the check that every src_row reads a row of its table: the graph's node ids are
+/// below the table's row count (the kernels read row src unchecked).
+static void printTableRowChecks(LayerPlan &plan, const std::string &op, llvm::raw_ostream &os) {
+  plan.layer.walk([&](SrcRowOp row) {
+    int64_t rows = row.getInput().getType().getDims().front();
+    std::string weight = tableWeightName(row.getInput());
+    std::string what = weight.empty() ? "a table" : "weight '" + weight + "'";
+    os << "  TORCH_CHECK_VALUE(graph.numNodes() <= " << rows << ", "
+       << cppQuoted(op + ".forward: src_row reads row src of " + what + ", which has " +
+                    std::to_string(rows) + " rows, but the graph has ")
+       << ", graph.numNodes(), " << cppQuoted(" nodes") << ");\n";
+  });
+}
+
 /// Prints the dispatch of forward on the graph's index dtype and the element type.
 static void printDispatch(const std::string &op, llvm::raw_ostream &os) {
   os << "  const std::uint64_t mask = static_cast<std::uint64_t>(needed);\n"
@@ -422,6 +447,7 @@ static void printForward(LayerPlan &plan, const std::string &op, bool cuda, llvm
         "graphSizes.vec());\n";
   printCallChecks(plan, op, os);
   printArgumentChecks(plan, op, os);
+  printTableRowChecks(plan, op, os);
   if (!cuda)
     os << "  TORCH_CHECK_VALUE(!graph.device().is_cuda(), "
        << cppQuoted(op + ".forward: this library was built without CUDA kernels") << ");\n";

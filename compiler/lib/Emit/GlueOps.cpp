@@ -70,6 +70,8 @@ public:
       printWeightDot();
     else if (auto reduce = dyn_cast<ReduceOp>(op))
       printTrailingSum(reduce);
+    else if (auto grad = dyn_cast<SrcRowGradOp>(op))
+      printSrcRowGrad(grad);
     else
       printElementwise();
     os << "  }();\n";
@@ -113,6 +115,20 @@ private:
        << "    return at::where(first.gather(0, node) == eid, g.gather(0, node), "
           "at::zeros({}, opts)).reshape("
        << shape << ").contiguous();\n";
+  }
+
+  /// src_row_grad: row `src` of the edge's slice (of the one table) of a zero weight receives
+  /// the edge's gradient row. index_add_ in the internal edge order: deterministic on the CPU.
+  void printSrcRowGrad(SrcRowGradOp grad) {
+    WeightType weight = grad.getResult().getType();
+    os << "    const std::int64_t E = graph.numEdges(), rows = " << weight.getDims().front()
+       << ", k = " << size(grad.getGrad()) << ";\n"
+       << "    at::Tensor index = graph.sortedSrc().to(at::kLong);\n";
+    if (weight.getSlicing() == Slicing::Relation)
+      os << "    index = graph.sortedEtype().to(at::kLong) * rows + index;\n";
+    os << "    at::Tensor dw = at::zeros(" << shape << ", opts);\n"
+       << "    dw.view({-1, k}).index_add_(0, index, " << in(0) << ".reshape({E, k}));\n"
+       << "    return dw;\n";
   }
 
   /// A gemm over relation, node-type or unsliced rows.

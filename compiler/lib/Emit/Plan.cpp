@@ -110,7 +110,8 @@ static bool onWeightRows(Operation *op) {
 /// Checks that a top-level op the glue computes with ATen reads rows it can broadcast: the
 /// result's own rows or a single (unsliced) row.
 static LogicalResult checkGlueOp(Operation *op) {
-  if (isa<WeightAddOp, WeightMatmulGradOp, WeightDotOp, WeightDotGradOp, ConstantOp>(op))
+  if (isa<WeightAddOp, WeightMatmulGradOp, WeightDotOp, WeightDotGradOp, ConstantOp,
+          SrcRowGradOp>(op))
     return success();
   if (auto gemm = dyn_cast<GemmOp>(op)) {
     if (gemm.getSegment() != Slicing::None || gemm.getScatter() != GemmScatter::Store)
@@ -246,7 +247,7 @@ static FailureOr<LayerPlan> planLayer(LayerOp layer, uint64_t moduleHash) {
                isa<GemmOp, TraversalOp, WeightMatmulOp, WeightGradOp, ReduceOp, WeightAddOp,
                    WeightMatmulGradOp, WeightDotOp, WeightDotGradOp, LeakyReluGradOp, GeluGradOp,
                    DotOp, ConcatOp, NarrowOp, SplitHeadsOp, MergeHeadsOp, ConstantOp,
-                   AggregateGradOp>(op)) {
+                   AggregateGradOp, SrcRowGradOp>(op)) {
       KernelKind kind = KernelKind::Glue;
       if (onWeightRows(&op)) {
         if (failed(checkGlueOp(&op)))

@@ -92,6 +92,8 @@ const char *opKindName(OpKind kind) {
     return "dst";
   case OpKind::Slice:
     return "slice";
+  case OpKind::SrcRow:
+    return "src_row";
   case OpKind::Linear:
     return "linear";
   case OpKind::Dot:

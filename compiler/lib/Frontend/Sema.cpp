@@ -120,7 +120,7 @@ const std::set<std::string> &builtinNames() {
 #define HECTOR_UNARY_FUNCTION(kind, spelling) spelling,
 #include "hector/Frontend/UnaryFunctions.def"
       "leaky_relu", "dot", "linear",  "concat", "matmul",      "sum",
-      "mean",       "max", "softmax", "sqrt",   "split_heads", "merge_heads"};
+      "mean",       "max", "softmax", "sqrt",   "split_heads", "merge_heads", "src_row"};
   return names;
 }
 
@@ -1212,7 +1212,47 @@ private:
     }
     if (f == "sum" || f == "mean" || f == "max")
       return evalAggregate(e, ctx, scope);
+    if (f == "src_row")
+      return evalSrcRow(e, ctx, scope);
     return evalSoftmax(e, ctx, scope);
+  }
+
+  /// src_row(W): the featureless input, row `src` of W (of the edge's relation's slice of a
+  /// relation-sliced W), in an edge statement.
+  Val evalSrcRow(const Expr &e, Ctx ctx, Scope &scope) {
+    if (!checkArity(e, 1, 1))
+      return Val();
+    if (ctx != Ctx::Edge) {
+      error(e.loc, "'src_row' outside an edge statement (it reads the row of each edge's "
+                   "source node)");
+      return Val();
+    }
+    Val w = evalWeight(*e.args[0], ctx, scope);
+    if (w.poisoned())
+      return w;
+    std::optional<Space> space = spaces::srcRowSpace<Space>(w.slicing);
+    if (!space) {
+      error(e.args[0]->loc, "'src_row' needs a relation-sliced or unsliced weight, got an "
+                            "ntype-sliced one");
+      return Val();
+    }
+    if (w.shape.dims.size() < 2 || w.shape.headAxis == 0) {
+      error(e.args[0]->loc, "'src_row' needs a table of rows (a weight [rows, dims...] whose "
+                            "first dimension is not the head dimension), got " +
+                                shapeStr(w.shape));
+      return Val();
+    }
+    // The weight as a value, its head dimension (if any) inside the rows.
+    auto key = std::make_pair(static_cast<int>(OpKind::Slice), w.instr);
+    auto it = memo.find(key);
+    Val table = it != memo.end() ? valueOf(it->second)
+                                 : emitValue(OpKind::Slice, {w.instr}, spaceOfSlicing(w.slicing),
+                                             w.shape, e.loc);
+    memo[key] = table.instr;
+    Shape row;
+    row.dims.assign(w.shape.dims.begin() + 1, w.shape.dims.end());
+    row.headAxis = w.shape.headAxis < 0 ? -1 : w.shape.headAxis - 1;
+    return emitValue(OpKind::SrcRow, {table.instr}, *space, row, e.loc);
   }
 
   /// sqrt(x): constant expressions only.

@@ -59,9 +59,11 @@ bool isWeightDerived(Type type) {
 }
 
 /// Graph access and head reshapes: always recomputed from their operand, which has no more
-/// rows than the result (saving the operand instead of the result never costs more).
+/// rows than the result (saving the operand instead of the result never costs more; the
+/// operand of a src_row is a weight).
 bool isGather(Operation *op) {
-  return isa<SrcOp, DstOp, UniqueGatherOp, UniqueExpandOp, SplitHeadsOp, MergeHeadsOp>(op);
+  return isa<SrcOp, DstOp, UniqueGatherOp, UniqueExpandOp, SplitHeadsOp, MergeHeadsOp,
+             SrcRowOp>(op);
 }
 
 /// Cheap ops: O(1) work per element of the result. Their results are recomputed when that
@@ -76,7 +78,7 @@ StringRef unsupportedReason(Operation *op) {
   if (isa<GemmOp, TraversalOp, YieldOp>(op))
     return "is a kernel-level op: run hector-autodiff before the lowering";
   if (isa<WeightGradOp, AggregateGradOp, LeakyReluGradOp, GeluGradOp, NarrowOp, WeightMatmulGradOp,
-          WeightDotGradOp, WeightAddOp>(op))
+          WeightDotGradOp, WeightAddOp, SrcRowGradOp>(op))
     return "is a backward op: differentiating a backward layer is not supported";
   if (auto linear = dyn_cast<LinearOp>(op); linear && linear.getTransposed())
     return "is a transposed linear, which only backward layers hold: differentiating a "
@@ -306,6 +308,18 @@ bool BackwardBuilder::differentiateStructural(Operation *op, Value dy) {
       .Case([&](UniqueGatherOp gather) { give(gather.getInput(), dy); })
       .Case([&](UniqueExpandOp expand) { give(expand.getInput(), dy); })
       .Case([&](SliceOp slice) { give(slice.getInput(), dy); })
+      .Case([&](SrcRowOp row) {
+        // Row src of the weight's slice: the weight gets the edges' rows summed into theirs
+        // (the table of a src_row is a weight's slice; the front end writes no other).
+        auto slice = row.getInput().getDefiningOp<SliceOp>();
+        if (!slice) {
+          covered = false;
+          return;
+        }
+        Value w = slice.getInput();
+        if (wants(w))
+          accumulate(w, b.create<SrcRowGradOp>(loc, w.getType(), dy));
+      })
       .Case([&](LinearOp linear) {
         Value x = linear.getInput(), w = linear.getWeight();
         if (wants(x))

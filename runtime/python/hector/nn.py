@@ -362,27 +362,38 @@ class RGCNConv(torch.nn.Module):
 
     def _featureless(self, x, edge_index, edge_type):
         """PyG's featureless input: ``x=None`` (node v's input is row v of the weights) or an
-        index tensor (node v's is row ``x[v]``). The rows are gathered, as PyG does (W viewed
-        as [R * in, out], row ``r * in + x[j]`` per edge; root rows ``x[i]``): no one-hot
-        matrix, no [N, N] tensor. The gather is a PyTorch index_select ([E, out]); the
-        normalised sum runs compiled (rgcn_conv_rows.hector)."""
+        index tensor (node v's is row ``x[v]``); no one-hot matrix and no [N, N] tensor.
+        With ``x=None`` the kernels read row ``j`` of the edge's relation weight themselves
+        (``src_row``, rgcn_conv_featureless.hector): nothing of E rows is gathered. An index
+        tensor's rows are gathered as PyG does (W viewed as [R * in, out], row
+        ``r * in + x[j]`` per edge, a PyTorch index_select of [E, out]; root rows ``x[i]``)
+        and summed compiled (rgcn_conv_rows.hector)."""
         name = type(self).__name__
         if self.num_blocks is not None:
             raise ValueError("Block-diagonal decomposition not supported for non-continuous "
                              "input features.")
-        device = self.weight.device
-        if x is None:
-            x = torch.arange(self.in_channels, device=device)
-        elif x.dim() != 1:
+        fused = x is None
+        if not fused and x.dim() != 1:
             raise ValueError(f"{name}: an index tensor x must be 1-D, got {list(x.shape)}")
         if edge_type is None:
             raise ValueError(f"{name}: edge_type is required (a [E] tensor of relation ids)")
+        num_nodes = self.in_channels if fused else x.shape[0]
         if not torch.compiler.is_compiling():
             from .pyg import _check_edge_index
-            _check_edge_index(edge_index, edge_type, x.shape[0], f"{name}.forward")
-            if x.numel() and (int(x.min()) < 0 or int(x.max()) >= self.in_channels):
+            _check_edge_index(edge_index, edge_type, num_nodes, f"{name}.forward")
+            if not fused and x.numel() and (int(x.min()) < 0 or
+                                            int(x.max()) >= self.in_channels):
                 raise ValueError(f"{name}: x holds node indices outside [0, "
                                  f"{self.in_channels}) (in_channels)")
+        aggr = "mean" if self.aggr == "mean" else "add"
+        if fused:
+            root = (self.root if self.root is not None else
+                    self.weight.new_zeros(self.in_channels, self.out_channels))
+            out = _apply("rgcn_conv_featureless", (("in", self.in_channels),
+                                                   ("out", self.out_channels)), root,
+                         [edge_index, edge_type], [0, self.in_channels, self.num_relations],
+                         aggr, [root], [self.relation_weight()])
+            return out + self.bias if self.bias is not None else out
         x = x.long()
         w = self.relation_weight().reshape(-1, self.out_channels)
         msg = w.index_select(0, edge_type.long() * self.in_channels + x[edge_index[0].long()])
@@ -390,7 +401,7 @@ class RGCNConv(torch.nn.Module):
                 w.new_zeros(x.shape[0], self.out_channels))
         out = _apply("rgcn_conv_rows", (("out", self.out_channels),), root,
                      [edge_index, edge_type], [0, x.shape[0], self.num_relations],
-                     "mean" if self.aggr == "mean" else "add", [msg, root], [])
+                     aggr, [msg, root], [])
         if self.bias is not None:
             out = out + self.bias
         return out

@@ -47,6 +47,7 @@ enum class OpKind {
   Src,          // operand: node value -> Src
   Dst,          // operand: node value -> Dst
   Slice,        // operand: weight -> value (Relation / NType / None space)
+  SrcRow,       // operand: Slice of a weight [n, d...] -> the source's row [d...] (Edge / Src)
   Linear,       // operands: value, weight
   Dot,          // operands: value, value
   Add, Sub, Mul, Div,

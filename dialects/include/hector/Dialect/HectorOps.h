@@ -66,6 +66,10 @@ llvm::LogicalResult inferWeightMatmul(std::optional<mlir::Location> location,
                                       llvm::SmallVectorImpl<mlir::Type> &inferred);
 llvm::LogicalResult inferDot(std::optional<mlir::Location> location, DotOp::Adaptor adaptor,
                              llvm::SmallVectorImpl<mlir::Type> &inferred);
+/// The result type of hector.src_row of `table` (a weight read as a value): its row per edge
+/// (SpaceRules.h srcRowSpace) of the table's shape without the first (row) dimension.
+llvm::LogicalResult inferSrcRow(std::optional<mlir::Location> location, mlir::Value table,
+                                llvm::SmallVectorImpl<mlir::Type> &inferred);
 
 } // namespace hector
 

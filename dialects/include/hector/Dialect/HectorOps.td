@@ -243,6 +243,54 @@ def Hector_UniqueExpandOp : Hector_ConvertOp<"unique_expand", Hector_ValueType, 
   }];
 }
 
+def Hector_SrcRowOp : Hector_ConvertOp<"src_row", Hector_ValueType, Hector_ValueType,
+                                       [Hector_TraversalBody, InferTypeOpAdaptor]> {
+  let summary = "read the row of a weight slice indexed by every edge's source node";
+  let description = [{
+    Featureless input (a node's input is its own row of a weight, PyG's `x=None`): on every
+    edge, row `src` of the input, a weight read as a value (`hector.slice`) whose slices are
+    tables of `n` rows. A `relation` input gives each edge row `src` of its relation's table
+    (the result is `edge`-indexed); a `none` input row `src` of the one table (`src`). The
+    result's shape is the input's without its first dimension, which must not be the head
+    dimension. Source ids must be below `n`: the emitted code checks the graph's node count.
+
+    Example:
+
+    ```mlir
+    %m = hector.src_row %w : !hector.value<relation, [8285, 16]> -> !hector.value<edge, [16]>
+    ```
+  }];
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(::mlir::MLIRContext *context,
+        std::optional<::mlir::Location> location, Adaptor adaptor,
+        ::llvm::SmallVectorImpl<::mlir::Type> &inferred) {
+      return ::hector::inferSrcRow(location, adaptor.getInput(), inferred);
+    }
+  }];
+}
+
+def Hector_SrcRowGradOp : Hector_Op<"src_row_grad", [Pure]> {
+  let summary = "the weight gradient of hector.src_row";
+  let description = [{
+    The backward of `hector.src_row` of a weight's slice: row `src` of the edge's slice (of
+    the one table of an unsliced weight) receives the sum of the gradient rows of the edges
+    from `src`; every other row is zero. `grad` is indexed by edges (`edge`, `src` or `dst`),
+    with the result's shape without its first dimension.
+
+    Example:
+
+    ```mlir
+    %dW = hector.src_row_grad %dm : !hector.value<edge, [16]> -> !hector.weight<relation, [8285, 16]>
+    ```
+  }];
+  let arguments = (ins Hector_ValueType:$grad);
+  let results = (outs Hector_WeightType:$result);
+  let assemblyFormat = [{
+    $grad attr-dict `:` qualified(type($grad)) `->` qualified(type($result))
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Dense products
 //===----------------------------------------------------------------------===//

@@ -73,6 +73,17 @@ template <typename S, typename L> std::optional<S> linearSpace(S space, L slicin
   return space;
 }
 
+/// The space of a source node's row of a weight read as a value (featureless input,
+/// `src_row(W)`): a relation-sliced weight's row of the edge's relation is per edge, an unsliced
+/// weight's row depends on the source only. std::nullopt for other tables (ntype-sliced ones).
+template <typename S, typename L> std::optional<S> srcRowSpace(L slicing) {
+  if (slicing == L::Relation)
+    return S::Edge;
+  if (slicing == L::None)
+    return S::Src;
+  return std::nullopt;
+}
+
 /// The slicing of the product of weights sliced `a` and `b`: at most one sliced, or both the
 /// same way.
 template <typename L> std::optional<L> productSlicing(L a, L b) {
