@@ -13,7 +13,8 @@
 //
 // The saved handles are released when autograd frees the node's buffers (after a backward
 // without retain_graph, as PyTorch frees its own saved tensors) or when the graph is destroyed.
-// Also registers the `hector::layer_apply` operator that Python's CompiledLayer calls.
+// Also implements the `hector::layer_apply` operator that Python's CompiledLayer calls, and its
+// kernels under torch.autocast (float32: the kernels have no lower-precision form yet).
 //
 //===----------------------------------------------------------------------===//
 #include "hector/activation_store.h"
@@ -21,6 +22,7 @@
 #include "hector/graph_holder.h"
 #include "hector/model.h"
 
+#include <ATen/autocast_mode.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/library.h>
@@ -342,6 +344,36 @@ std::vector<at::Tensor> layerApplyOp(const std::string &ns,
   }
   return applyLayer(*layer, graphOf(graph), inputs, weights, variant);
 }
+
+/// hector::layer_apply under torch.autocast. The compiled kernels compute in float32 or
+/// float64, so a layer runs as the ops of PyTorch's float32 autocast list do: float16 and
+/// bfloat16 inputs and weights are cast to float32 (as autocast casts, cached for weights), the
+/// outputs are float32, float64 stays float64, and the glue's ATen calls run without autocast
+/// (which would otherwise give them other dtypes than the kernels').
+template <c10::DeviceType Device>
+std::vector<at::Tensor> layerApplyAutocast(const std::string &ns,
+                                           const c10::intrusive_ptr<GraphHolder> &graph,
+                                           std::vector<at::Tensor> inputs,
+                                           std::vector<at::Tensor> weights,
+                                           const std::string &variant) {
+  c10::impl::ExcludeDispatchKeyGuard noAutocast(
+      at::autocast::get_autocast_dispatch_key_from_device_type(Device));
+  auto toFloat = [](std::vector<at::Tensor> &tensors) {
+    for (at::Tensor &t : tensors)
+      if (t.defined())
+        t = at::autocast::cached_cast(at::kFloat, t, Device);
+  };
+  toFloat(inputs);
+  toFloat(weights);
+  return layerApplyOp(ns, graph, std::move(inputs), std::move(weights), variant);
+}
+
+template std::vector<at::Tensor> layerApplyAutocast<c10::DeviceType::CPU>(
+    const std::string &, const c10::intrusive_ptr<GraphHolder> &, std::vector<at::Tensor>,
+    std::vector<at::Tensor>, const std::string &);
+template std::vector<at::Tensor> layerApplyAutocast<c10::DeviceType::CUDA>(
+    const std::string &, const c10::intrusive_ptr<GraphHolder> &, std::vector<at::Tensor>,
+    std::vector<at::Tensor>, const std::string &);
 
 std::string layerPrepareOp(const std::string &ns, const c10::intrusive_ptr<GraphHolder> &graph,
                            bool training, const std::string &variant) {

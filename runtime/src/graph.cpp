@@ -894,3 +894,12 @@ TORCH_LIBRARY_FRAGMENT(hector, m) {
   m.def("layer_explain(str layer, __torch__.torch.classes.hector.Graph graph) -> str",
         &hector::layerExplainOp);
 }
+
+// Under torch.autocast layer_apply runs in float32 (autograd.cpp, layerApplyAutocast); here,
+// after the Graph class its schema names.
+TORCH_LIBRARY_IMPL(hector, AutocastCPU, m) {
+  m.impl("layer_apply", &hector::layerApplyAutocast<c10::DeviceType::CPU>);
+}
+TORCH_LIBRARY_IMPL(hector, AutocastCUDA, m) {
+  m.impl("layer_apply", &hector::layerApplyAutocast<c10::DeviceType::CUDA>);
+}

@@ -550,3 +550,45 @@ def test_src_row_refuses_a_graph_with_more_nodes_than_rows(tmp_path, monkeypatch
     with pytest.raises(ValueError, match=r"src_row reads row src of weight 'W', which has 5 "
                                          r"rows, but the graph has 6 nodes"):
         layer(graph, torch.zeros(6, 3, dtype=torch.float64), torch.ones(2, dtype=torch.float64))
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "torch.compile"])
+def test_autocast_runs_the_layers_in_float32(compiled):
+    """Under torch.autocast(bfloat16) a bfloat16 activation (from an autocast Linear) and float32
+    weights meet in our layers: they run in float32, as PyTorch's float32-list ops do, and equal
+    PyG's layers fed the same activation in float32; gradients reach the Linear and the layers.
+    The featureless RGCN input runs under autocast too."""
+    g = graphs()[0]
+    ei = torch.stack([g.src, g.dst])
+
+    class Model(torch.nn.Module):
+        def __init__(self, conv_cls):
+            super().__init__()
+            self.lin = torch.nn.Linear(IN, IN)
+            self.conv = conv_cls(IN, OUT, g.num_relations)
+
+        def forward(self, x):
+            return self.conv(self.lin(x), ei, g.etype)
+
+    torch.manual_seed(0)
+    pyg, ours = Model(pyg_nn.RGCNConv), Model(hnn.RGCNConv)
+    ours.load_state_dict(pyg.state_dict())
+    x = torch.randn(g.num_nodes, IN)
+    run = torch.compile(ours, fullgraph=True, backend="aot_eager") if compiled else ours
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = run(x)
+        h = pyg.lin(x)
+    assert h.dtype == torch.bfloat16 and out.dtype == torch.float32
+    ref = pyg.conv(h.float(), ei, g.etype)
+    torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-5)
+    out.square().sum().backward()
+    ref.square().sum().backward()
+    for (name, p), q in zip(pyg.named_parameters(), ours.parameters()):
+        # The Linear's gradient passes through bfloat16 on both sides.
+        torch.testing.assert_close(q.grad, p.grad, rtol=2e-2, atol=2e-2, msg=name)
+
+    conv = hnn.RGCNConv(g.num_nodes, OUT, g.num_relations)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = conv(None, ei, g.etype)
+    assert out.dtype == torch.float32
+    torch.testing.assert_close(out, conv(None, ei, g.etype))

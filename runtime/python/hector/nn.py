@@ -107,7 +107,9 @@ def _layer_inputs(ns, edges, spec, norm, inputs):
     device = inputs[0].device
     prepared = _prepared_graph(manifest["layer"], edges, spec, device)
     ins = list(inputs)
-    dtype = inputs[0].dtype
+    # The kernels compute in float32 or float64: a float16/bfloat16 input (under autocast,
+    # which casts it to float32) gets float32 norms, not norms rounded to its precision.
+    dtype = torch.promote_types(inputs[0].dtype, torch.float32)
     if norm == "mean":
         ins.append(prepared.norm("relation", dtype))
     elif norm == "add":
@@ -169,6 +171,12 @@ def _backward(ctx, grad):
 
 
 _apply_op.register_autograd(_backward, setup_context=_setup_context)
+
+# torch.autocast: the kernels compute in float32 or float64, so under autocast a layer runs in
+# float32 (float16 and bfloat16 tensors are cast up, as autocast casts for the ops of its
+# float32 list); eager calls get the same from hector::layer_apply's autocast kernels.
+for _device in ("cpu", "cuda"):
+    torch.library.register_autocast("hector_nn::apply", _device, torch.float32)
 
 
 def _apply_homogeneous(model, params, x, edge_index, edge_type, num_relations, norm, inputs,
