@@ -113,7 +113,7 @@ public:
                 all.size(), " outputs, its manifest declares ", layer.outputs.size());
 
     auto saved = c10::make_intrusive<SavedActivations>();
-    saved->store = current_activation_store();
+    saved->store = currentActivationStore();
     for (const TensorDecl &in : bwd.inputs) {
       ActivationHandle handle = -1;
       if (in.used && in.name.rfind("grad.", 0) != 0) {

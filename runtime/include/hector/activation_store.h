@@ -42,10 +42,10 @@ struct ActivationStats {
 
 /// Where compiled layers put what they save for backward.
 ///
-/// Protocol of one training step: forward_begin(); save() per tensor;
-/// forward_end(); backward_begin(); load() per saved tensor (roughly in reverse
+/// Protocol of one training step: forwardBegin(); save() per tensor;
+/// forwardEnd(); backwardBegin(); load() per saved tensor (roughly in reverse
 /// order of saving) and release() once a handle is no longer needed;
-/// backward_end(). A store infers missing phase calls (the first save after a
+/// backwardEnd(). A store infers missing phase calls (the first save after a
 /// backward begins a forward, the first load begins a backward, releasing the
 /// last handle ends the step), so Python's saved-tensor hooks, which give no
 /// phase notifications, drive the same store.
@@ -69,10 +69,10 @@ public:
   virtual void release(ActivationHandle handle) = 0;
 
   /// Phase notifications (optional; see the class comment).
-  virtual void forward_begin() {}
-  virtual void forward_end() {}
-  virtual void backward_begin() {}
-  virtual void backward_end() {}
+  virtual void forwardBegin() {}
+  virtual void forwardEnd() {}
+  virtual void backwardBegin() {}
+  virtual void backwardEnd() {}
 
   /// Statistics since creation.
   virtual ActivationStats stats() const = 0;
@@ -80,7 +80,7 @@ public:
 
 /// Raises the PyTorch-style in-place modification error when `tensor`'s version
 /// counter no longer equals `saved_version`.
-void check_saved_version(const c10::VariableVersion &counter, uint32_t saved_version,
+void checkSavedVersion(const c10::VariableVersion &counter, uint32_t saved_version,
                          const std::string &tag);
 
 /// The default store: keeps every saved tensor in memory, exactly as autograd does.
@@ -106,7 +106,7 @@ private:
 };
 
 /// While one is alive on a thread, stores hold back the warnings they would emit on that thread
-/// (a spill write failure, SpillStore::report_warnings) until a later call on a thread without
+/// (a spill write failure, SpillStore::reportWarnings) until a later call on a thread without
 /// one. The compiled layers' autograd node runs inside a torch operator call, where no Python
 /// warning handler is installed and a TORCH_WARN would reach only stderr; the warning then comes
 /// from the next call Python makes (a saved-tensor hook, the end of the `hector.spill` block).
@@ -124,17 +124,17 @@ private:
 };
 
 /// The store compiled layers use in this process (a MemoryStore unless one was installed).
-std::shared_ptr<ActivationStore> current_activation_store();
+std::shared_ptr<ActivationStore> currentActivationStore();
 /// Installs `store` as the current one (nullptr restores the default MemoryStore);
 /// returns the previous one.
-std::shared_ptr<ActivationStore> set_current_activation_store(std::shared_ptr<ActivationStore> store);
+std::shared_ptr<ActivationStore> setCurrentActivationStore(std::shared_ptr<ActivationStore> store);
 
 /// Installs a store for the lifetime of the scope and restores the previous one.
 class ActivationStoreScope {
 public:
   explicit ActivationStoreScope(std::shared_ptr<ActivationStore> store)
-      : previous_(set_current_activation_store(std::move(store))) {}
-  ~ActivationStoreScope() { set_current_activation_store(std::move(previous_)); }
+      : previous_(setCurrentActivationStore(std::move(store))) {}
+  ~ActivationStoreScope() { setCurrentActivationStore(std::move(previous_)); }
   ActivationStoreScope(const ActivationStoreScope &) = delete;
   ActivationStoreScope &operator=(const ActivationStoreScope &) = delete;
 

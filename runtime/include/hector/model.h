@@ -72,7 +72,7 @@ const LayerManifest &manifestOf(const std::string &ns);
 
 /// Runs a compiled layer as one differentiable operation: a torch::autograd::Function whose
 /// backward runs the layer's backward kernels (derived by the compiler). The activations the
-/// backward layer reads are kept in hector::current_activation_store(). Returns the layer's
+/// backward layer reads are kept in hector::currentActivationStore(). Returns the layer's
 /// outputs (not the saved activations); when no input or weight requires grad, or grad mode is
 /// off, nothing is saved and the layer's inference copy runs (the fused forward kernels). Backward through the result with
 /// create_graph=True (double backward) raises a c10::Error. `inputs` in manifest order, edge data

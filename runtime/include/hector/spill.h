@@ -73,10 +73,10 @@ public:
                         bool spillable = true) override;
   at::Tensor load(ActivationHandle handle) override;
   void release(ActivationHandle handle) override;
-  void forward_begin() override;
-  void forward_end() override;
-  void backward_begin() override;
-  void backward_end() override;
+  void forwardBegin() override;
+  void forwardEnd() override;
+  void backwardBegin() override;
+  void backwardEnd() override;
   ActivationStats stats() const override;
 
   /// Waits until no write or read is in flight, then reports (TORCH_WARN) a write
@@ -88,29 +88,29 @@ public:
   void close();
   /// close() if no handle is left (nothing can be loaded any more); returns
   /// whether the store is closed.
-  bool close_if_unused();
+  bool closeIfUnused();
   /// Reports (TORCH_WARN, on the calling thread) a write failure an I/O thread
   /// met after the last save() or load(); save, load and synchronize do it too.
-  void report_warnings();
+  void reportWarnings();
   /// Whether CUDA tensors can use cuFile: "loaded" (followed by ", but ..." where
   /// cuFile refused a spill file), "disabled (...)", or why it is not available.
   /// Loads libcufile if that was not done yet.
-  std::string cufile_status();
+  std::string cufileStatus();
   /// The spill files that exist now.
   std::vector<std::string> files() const;
   /// Arms a fault for the `nth` (1-based, counted from now) write or read.
-  void inject_fault(SpillFault fault, int64_t nth);
+  void injectFault(SpillFault fault, int64_t nth);
   /// The options in effect (after the environment was consulted).
   const SpillOptions &options() const;
   /// How the files are accessed: "direct" or "buffered", then "+io_uring" where a
   /// thread has a ring and "+cufile" once a record was written through cuFile.
-  std::string io_mode() const;
+  std::string ioMode() const;
 
 private:
   std::unique_ptr<SpillEngine> engine_;
 };
 
 /// Parses a fault name ("enospc", "short_write", "read_error", "corrupt", "truncate").
-SpillFault parse_spill_fault(const std::string &name);
+SpillFault parseSpillFault(const std::string &name);
 
 } // namespace hector

@@ -7,7 +7,7 @@ namespace hector {
 
 ActivationStore::~ActivationStore() = default;
 
-void check_saved_version(const c10::VariableVersion &counter, uint32_t saved_version,
+void checkSavedVersion(const c10::VariableVersion &counter, uint32_t saved_version,
                          const std::string &tag) {
   if (!counter.enabled())
     return; // Inference tensors carry no version counter.
@@ -54,7 +54,7 @@ at::Tensor MemoryStore::load(ActivationHandle handle) {
               " is unknown or was already released");
   const Entry &entry = it->second;
   if (entry.tensor.defined())
-    check_saved_version(entry.tensor.unsafeGetTensorImpl()->version_counter(), entry.version,
+    checkSavedVersion(entry.tensor.unsafeGetTensorImpl()->version_counter(), entry.version,
                         entry.tag);
   ++stats_.loaded;
   return entry.tensor;
@@ -98,7 +98,7 @@ std::shared_ptr<ActivationStore> &current_slot() {
 }
 } // namespace
 
-std::shared_ptr<ActivationStore> current_activation_store() {
+std::shared_ptr<ActivationStore> currentActivationStore() {
   std::lock_guard<std::mutex> lock(current_mutex);
   auto &slot = current_slot();
   if (!slot)
@@ -107,7 +107,7 @@ std::shared_ptr<ActivationStore> current_activation_store() {
 }
 
 std::shared_ptr<ActivationStore>
-set_current_activation_store(std::shared_ptr<ActivationStore> store) {
+setCurrentActivationStore(std::shared_ptr<ActivationStore> store) {
   std::lock_guard<std::mutex> lock(current_mutex);
   auto &slot = current_slot();
   std::shared_ptr<ActivationStore> previous = std::move(slot);

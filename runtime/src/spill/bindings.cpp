@@ -109,30 +109,30 @@ TORCH_LIBRARY_FRAGMENT(hector, m) {
       .def("files",
            [](const c10::intrusive_ptr<SpillStoreHolder> &self) { return self->store->files(); })
       .def("io_mode",
-           [](const c10::intrusive_ptr<SpillStoreHolder> &self) { return self->store->io_mode(); })
+           [](const c10::intrusive_ptr<SpillStoreHolder> &self) { return self->store->ioMode(); })
       .def("synchronize",
            [](const c10::intrusive_ptr<SpillStoreHolder> &self) { self->store->synchronize(); })
       .def("forward_begin",
-           [](const c10::intrusive_ptr<SpillStoreHolder> &self) { self->store->forward_begin(); })
+           [](const c10::intrusive_ptr<SpillStoreHolder> &self) { self->store->forwardBegin(); })
       .def("backward_begin",
-           [](const c10::intrusive_ptr<SpillStoreHolder> &self) { self->store->backward_begin(); })
+           [](const c10::intrusive_ptr<SpillStoreHolder> &self) { self->store->backwardBegin(); })
       .def("backward_end",
-           [](const c10::intrusive_ptr<SpillStoreHolder> &self) { self->store->backward_end(); })
+           [](const c10::intrusive_ptr<SpillStoreHolder> &self) { self->store->backwardEnd(); })
       .def("inject_fault",
            [](const c10::intrusive_ptr<SpillStoreHolder> &self, const std::string &kind,
-              int64_t nth) { self->store->inject_fault(hector::parse_spill_fault(kind), nth); })
-      // Makes this store the one compiled layers use (hector::current_activation_store).
+              int64_t nth) { self->store->injectFault(hector::parseSpillFault(kind), nth); })
+      // Makes this store the one compiled layers use (hector::currentActivationStore).
       .def("install",
            [](const c10::intrusive_ptr<SpillStoreHolder> &self) {
              if (!self->installed) {
-               self->previous = hector::set_current_activation_store(self->store);
+               self->previous = hector::setCurrentActivationStore(self->store);
                self->installed = true;
              }
            })
       .def("uninstall",
            [](const c10::intrusive_ptr<SpillStoreHolder> &self) {
              if (self->installed) {
-               hector::set_current_activation_store(std::move(self->previous));
+               hector::setCurrentActivationStore(std::move(self->previous));
                self->installed = false;
              }
            })
@@ -141,11 +141,11 @@ TORCH_LIBRARY_FRAGMENT(hector, m) {
       })
       .def("close_if_unused",
            [](const c10::intrusive_ptr<SpillStoreHolder> &self) {
-             return self->store->close_if_unused();
+             return self->store->closeIfUnused();
            })
       .def("report_warnings",
-           [](const c10::intrusive_ptr<SpillStoreHolder> &self) { self->store->report_warnings(); })
+           [](const c10::intrusive_ptr<SpillStoreHolder> &self) { self->store->reportWarnings(); })
       .def("cufile_status", [](const c10::intrusive_ptr<SpillStoreHolder> &self) {
-        return self->store->cufile_status();
+        return self->store->cufileStatus();
       });
 }

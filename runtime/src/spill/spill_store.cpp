@@ -144,19 +144,19 @@ public:
   ActivationHandle save(const at::Tensor &tensor, const std::string &tag, bool spillable);
   at::Tensor load(ActivationHandle handle);
   void release(ActivationHandle handle);
-  void forward_begin();
-  void backward_begin();
-  void backward_end();
+  void forwardBegin();
+  void backwardBegin();
+  void backwardEnd();
   ActivationStats stats() const;
   void synchronize();
   /// Closes the store; with `only_if_unused`, only when no handle is left (returns
   /// whether it is closed). `report` emits a pending warning on the calling thread.
   bool close(bool only_if_unused, bool report);
   std::vector<std::string> files() const;
-  void inject_fault(SpillFault fault, int64_t nth);
-  std::string io_mode() const;
-  std::string cufile_status();
-  void report_warnings();
+  void injectFault(SpillFault fault, int64_t nth);
+  std::string ioMode() const;
+  std::string cufileStatus();
+  void reportWarnings();
   const SpillOptions &options() const { return options_; }
 
 private:
@@ -265,7 +265,7 @@ private:
   std::string cufile_refusal_;     ///< Why cuFile did not take a spill file, if it did not.
 };
 
-SpillFault parse_spill_fault(const std::string &name) {
+SpillFault parseSpillFault(const std::string &name) {
   if (name == "enospc")
     return SpillFault::Enospc;
   if (name == "short_write")
@@ -307,7 +307,7 @@ SpillEngine::SpillEngine(SpillOptions options)
       continue;
     const auto colon = item.find(':');
     const int64_t nth = colon == std::string::npos ? 1 : std::stoll(item.substr(colon + 1));
-    inject_fault(parse_spill_fault(item.substr(0, colon)), nth);
+    injectFault(parseSpillFault(item.substr(0, colon)), nth);
   }
   // libcufile writes its log to ./cufile.log unless told otherwise; the variable
   // must be set before the driver opens, and here, on the caller's thread and
@@ -428,7 +428,7 @@ bool SpillEngine::take_fault_locked(SpillFault kind, int64_t count) {
   return false;
 }
 
-void SpillEngine::inject_fault(SpillFault fault, int64_t nth) {
+void SpillEngine::injectFault(SpillFault fault, int64_t nth) {
   TORCH_CHECK(nth >= 1, "hector.spill: a fault's ordinal must be >= 1");
   std::lock_guard<std::mutex> lock(mutex_);
   const bool is_read = fault == SpillFault::ReadError;
@@ -699,7 +699,7 @@ at::Tensor SpillEngine::load(ActivationHandle handle) {
   // A copy: the wait below releases the lock, and another thread may release the handle
   // (dropping the graph) meanwhile.
   const Entry entry = eit->second;
-  check_saved_version(entry.counter, entry.version, entry.tag);
+  checkSavedVersion(entry.counter, entry.version, entry.tag);
   ++stats_.loaded;
   if (entry.record < 0)
     return entry.tensor;
@@ -797,18 +797,18 @@ void SpillEngine::release(ActivationHandle handle) {
   maybe_end_step_locked();
 }
 
-void SpillEngine::forward_begin() {
+void SpillEngine::forwardBegin() {
   std::lock_guard<std::mutex> lock(mutex_);
   begin_forward_locked();
 }
 
-void SpillEngine::backward_begin() {
+void SpillEngine::backwardBegin() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (phase_ != Phase::Backward)
     begin_backward_locked();
 }
 
-void SpillEngine::backward_end() {
+void SpillEngine::backwardEnd() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (phase_ == Phase::Backward)
     phase_ = Phase::Idle;
@@ -826,12 +826,12 @@ void SpillEngine::synchronize() {
   emit_warning_locked();
 }
 
-void SpillEngine::report_warnings() {
+void SpillEngine::reportWarnings() {
   std::lock_guard<std::mutex> lock(mutex_);
   emit_warning_locked();
 }
 
-std::string SpillEngine::cufile_status() {
+std::string SpillEngine::cufileStatus() {
   if (!options_.use_cufile)
     return "disabled (use_cufile=False)";
   if (!cufile_probed_.load()) {
@@ -855,7 +855,7 @@ std::vector<std::string> SpillEngine::files() const {
   return out;
 }
 
-std::string SpillEngine::io_mode() const {
+std::string SpillEngine::ioMode() const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::string mode = files_.empty() ? (options_.direct_io ? "direct" : "buffered")
                                     : (files_.front()->direct() ? "direct" : "buffered");
@@ -1466,21 +1466,21 @@ ActivationHandle SpillStore::save(const at::Tensor &tensor, const std::string &t
 }
 at::Tensor SpillStore::load(ActivationHandle handle) { return engine_->load(handle); }
 void SpillStore::release(ActivationHandle handle) { engine_->release(handle); }
-void SpillStore::forward_begin() { engine_->forward_begin(); }
-void SpillStore::forward_end() {}
-void SpillStore::backward_begin() { engine_->backward_begin(); }
-void SpillStore::backward_end() { engine_->backward_end(); }
+void SpillStore::forwardBegin() { engine_->forwardBegin(); }
+void SpillStore::forwardEnd() {}
+void SpillStore::backwardBegin() { engine_->backwardBegin(); }
+void SpillStore::backwardEnd() { engine_->backwardEnd(); }
 ActivationStats SpillStore::stats() const { return engine_->stats(); }
 void SpillStore::synchronize() { engine_->synchronize(); }
 void SpillStore::close() { engine_->close(/*only_if_unused=*/false, /*report=*/true); }
-bool SpillStore::close_if_unused() {
+bool SpillStore::closeIfUnused() {
   return engine_->close(/*only_if_unused=*/true, /*report=*/true);
 }
-void SpillStore::report_warnings() { engine_->report_warnings(); }
-std::string SpillStore::cufile_status() { return engine_->cufile_status(); }
+void SpillStore::reportWarnings() { engine_->reportWarnings(); }
+std::string SpillStore::cufileStatus() { return engine_->cufileStatus(); }
 std::vector<std::string> SpillStore::files() const { return engine_->files(); }
-void SpillStore::inject_fault(SpillFault fault, int64_t nth) { engine_->inject_fault(fault, nth); }
+void SpillStore::injectFault(SpillFault fault, int64_t nth) { engine_->injectFault(fault, nth); }
 const SpillOptions &SpillStore::options() const { return engine_->options(); }
-std::string SpillStore::io_mode() const { return engine_->io_mode(); }
+std::string SpillStore::ioMode() const { return engine_->ioMode(); }
 
 } // namespace hector
