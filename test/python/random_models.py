@@ -136,13 +136,13 @@ class Generator:
             return src
         if ctx == "edge" and shape == () and self.chance(0.5):
             return Expr("ew", lambda env: env.values["ew"], (), True)
-        if ctx == "edge" and self.chance(0.15):
+        if ctx == "edge" and "h" not in shape and self.chance(0.15):
             return self.src_row(shape)
         return self.linear(ctx, src, shape, allow_sliced=True)
 
     def src_row(self, shape) -> Expr:
         """src_row(W): row src of the edge's relation slice of W [TABLE_ROWS, shape...], or of
-        an unsliced W (the featureless input)."""
+        an unsliced W (the featureless input); W has no head dimension."""
         slicing = self.rng.choice(["relation", "none"])
         name = self.weight(slicing, (TABLE_ROWS,) + tuple(shape))
 

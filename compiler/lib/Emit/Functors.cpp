@@ -286,8 +286,22 @@ private:
     }
     std::string table = eval(row.getInput(), ctx);
     std::string name = fresh();
+    int64_t n = sizeOf(row.getResult());
     os << indent << "const T *" << name << " = " << table << " + std::int64_t(" << srcVar
-       << ") * " << sizeOf(row.getResult()) << ";\n";
+       << ") * " << n << ";\n";
+    // The rows of a node traversal's edges are scattered in the table, as node rows read
+    // through src are: prefetch() loads them ahead (not where the source is the traversal's
+    // node).
+    auto arg = dyn_cast<BlockArgument>(row.getInput());
+    if (collectEdgeRows && arg && srcVar != "v") {
+      auto type = cast<ValueType>(arg.getType());
+      std::string rowExpr = type.getSpace() == Space::Relation
+                                ? "rel * " + std::to_string(type.getDims().front()) + " + " + srcVar
+                                : srcVar;
+      auto entry = std::make_tuple(arg.getArgNumber(), rowExpr, n);
+      if (llvm::find(edgeRows, entry) == edgeRows.end())
+        edgeRows.push_back(entry);
+    }
     return name;
   }
 

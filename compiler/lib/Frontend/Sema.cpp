@@ -1236,22 +1236,17 @@ private:
                             "ntype-sliced one");
       return Val();
     }
-    if (w.shape.dims.size() < 2 || w.shape.headAxis == 0) {
-      error(e.args[0]->loc, "'src_row' needs a table of rows (a weight [rows, dims...] whose "
-                            "first dimension is not the head dimension), got " +
+    if (w.shape.dims.size() < 2 || w.shape.headAxis >= 0) {
+      error(e.args[0]->loc, "'src_row' needs a table of rows (a weight [rows, dims...] without "
+                            "a head dimension), got " +
                                 shapeStr(w.shape));
       return Val();
     }
-    // The weight as a value, its head dimension (if any) inside the rows.
-    auto key = std::make_pair(static_cast<int>(OpKind::Slice), w.instr);
-    auto it = memo.find(key);
-    Val table = it != memo.end() ? valueOf(it->second)
-                                 : emitValue(OpKind::Slice, {w.instr}, spaceOfSlicing(w.slicing),
-                                             w.shape, e.loc);
-    memo[key] = table.instr;
+    Val table = materialize(w, e.loc);
+    if (table.poisoned())
+      return table;
     Shape row;
     row.dims.assign(w.shape.dims.begin() + 1, w.shape.dims.end());
-    row.headAxis = w.shape.headAxis < 0 ? -1 : w.shape.headAxis - 1;
     return emitValue(OpKind::SrcRow, {table.instr}, *space, row, e.loc);
   }
 

@@ -251,8 +251,8 @@ def Hector_SrcRowOp : Hector_ConvertOp<"src_row", Hector_ValueType, Hector_Value
     edge, row `src` of the input, a weight read as a value (`hector.slice`) whose slices are
     tables of `n` rows. A `relation` input gives each edge row `src` of its relation's table
     (the result is `edge`-indexed); a `none` input row `src` of the one table (`src`). The
-    result's shape is the input's without its first dimension, which must not be the head
-    dimension. Source ids must be below `n`: the emitted code checks the graph's node count.
+    result's shape is the input's without its first dimension; the table has no head dimension.
+    Source ids must be below `n`: the emitted code checks the graph's node count.
 
     Example:
 
