@@ -284,10 +284,10 @@ LogicalResult UniqueExpandOp::verify() {
 }
 
 /// The shape of one row of a table of rows `table` (its first dimension the rows): the rest of
-/// its dimensions; std::nullopt without a second dimension or with a head dimension (a value's
-/// head dimension is its first, which here counts the rows).
+/// its dimensions (none: a table of scalars); std::nullopt without dimensions or with a head
+/// dimension (a value's head dimension is its first, which here counts the rows).
 static std::optional<OwnedShape> tableRowShape(RowShape table) {
-  if (table.dims.size() < 2 || table.headAxis >= 0)
+  if (table.dims.empty() || table.headAxis >= 0)
     return std::nullopt;
   OwnedShape row;
   row.dims.assign(table.dims.begin() + 1, table.dims.end());
@@ -313,7 +313,7 @@ LogicalResult hector::inferSrcRow(std::optional<Location> location, Value table,
                 "or none), got " + stringifySpace(space));
   std::optional<OwnedShape> row = tableRowShape(type.getShape());
   if (!row)
-    return fail("input must be a table of rows (at least 2 dimensions, no head dimension), got " +
+    return fail("input must be a table of rows (at least 1 dimension, no head dimension), got " +
                 formatShape(type.getShape()));
   inferred.push_back(ValueType::get(table.getContext(), *result, row->view()));
   return success();
@@ -330,7 +330,7 @@ LogicalResult SrcRowGradOp::verify() {
                        "ntype-sliced one");
   std::optional<OwnedShape> row = tableRowShape(result.getShape());
   if (!row)
-    return emitOpError() << "result must be a table of rows (at least 2 dimensions, no head "
+    return emitOpError() << "result must be a table of rows (at least 1 dimension, no head "
                             "dimension), got "
                          << formatShape(result.getShape());
   if (grad.getSpace() != Space::Edge && grad.getSpace() != Space::Src &&

@@ -1236,7 +1236,7 @@ private:
                             "ntype-sliced one");
       return Val();
     }
-    if (w.shape.dims.size() < 2 || w.shape.headAxis >= 0) {
+    if (w.shape.dims.empty() || w.shape.headAxis >= 0) {
       error(e.args[0]->loc, "'src_row' needs a table of rows (a weight [rows, dims...] without "
                             "a head dimension), got " +
                                 shapeStr(w.shape));
