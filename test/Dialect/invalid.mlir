@@ -150,6 +150,59 @@ hector.layer @l {
 
 // -----
 
+hector.layer @l {
+  %x = hector.input "x" : !hector.value<node, [10, 4]>
+  // expected-error @+2 {{'hector.src_row' op input must be a relation-sliced or unsliced weight read as a value (relation or none), got node}}
+  // expected-error @+1 {{'hector.src_row' op failed to infer returned types}}
+  %0 = hector.src_row %x : !hector.value<node, [10, 4]> -> !hector.value<edge, [4]>
+}
+
+// -----
+
+hector.layer @l {
+  %W = hector.weight "W" glorot : !hector.weight<relation, [4h, 10, 4]>
+  %w = hector.slice %W : !hector.weight<relation, [4h, 10, 4]> -> !hector.value<relation, [4h, 10, 4]>
+  // expected-error @+2 {{'hector.src_row' op input must be a table of rows (at least 1 dimension, no head dimension), got [4h, 10, 4]}}
+  // expected-error @+1 {{'hector.src_row' op failed to infer returned types}}
+  %0 = hector.src_row %w : !hector.value<relation, [4h, 10, 4]> -> !hector.value<edge, [10, 4]>
+}
+
+// -----
+
+hector.layer @l {
+  %W = hector.weight "W" glorot : !hector.weight<relation, [10, 4]>
+  %w = hector.slice %W : !hector.weight<relation, [10, 4]> -> !hector.value<relation, [10, 4]>
+  // expected-error @+2 {{'hector.src_row' op inferred type(s) '!hector.value<edge, [4]>' are incompatible with return type(s) of operation '!hector.value<src, [4]>'}}
+  // expected-error @+1 {{'hector.src_row' op failed to infer returned types}}
+  %0 = hector.src_row %w : !hector.value<relation, [10, 4]> -> !hector.value<src, [4]>
+}
+
+// -----
+
+hector.layer @l {
+  %g = hector.input "g" : !hector.value<node, [4]>
+  // expected-error @+1 {{'hector.src_row_grad' op grad must be indexed by edges (edge, src, dst), got node}}
+  %0 = hector.src_row_grad %g : !hector.value<node, [4]> -> !hector.weight<relation, [10, 4]>
+}
+
+// -----
+
+hector.layer @l {
+  %g = hector.input "g" : !hector.value<edge, [3]>
+  // expected-error @+1 {{'hector.src_row_grad' op grad shape [3] must equal the result's row shape [4]}}
+  %0 = hector.src_row_grad %g : !hector.value<edge, [3]> -> !hector.weight<relation, [10, 4]>
+}
+
+// -----
+
+hector.layer @l {
+  %g = hector.input "g" : !hector.value<edge, [4]>
+  // expected-error @+1 {{'hector.src_row_grad' op result must be a relation-sliced or unsliced weight, got an ntype-sliced one}}
+  %0 = hector.src_row_grad %g : !hector.value<edge, [4]> -> !hector.weight<ntype, [10, 4]>
+}
+
+// -----
+
 //===----------------------------------------------------------------------===//
 // Dense products
 //===----------------------------------------------------------------------===//

@@ -45,6 +45,16 @@ hector.layer @graph {
   %ud = hector.unique_gather dst %h : !hector.value<node, [64]> -> !hector.value<unique_dst, [64]>
   // CHECK: hector.unique_expand %{{.*}} : !hector.value<unique_src, [64]> -> !hector.value<edge, [64]>
   %e = hector.unique_expand %us : !hector.value<unique_src, [64]> -> !hector.value<edge, [64]>
+  %T = hector.weight "T" glorot : !hector.weight<relation, [100, 8]>
+  %t = hector.slice %T : !hector.weight<relation, [100, 8]> -> !hector.value<relation, [100, 8]>
+  // CHECK: hector.src_row %{{.*}} : !hector.value<relation, [100, 8]> -> !hector.value<edge, [8]>
+  %row = hector.src_row %t : !hector.value<relation, [100, 8]> -> !hector.value<edge, [8]>
+  // CHECK: hector.src_row_grad %{{.*}} : !hector.value<edge, [8]> -> !hector.weight<relation, [100, 8]>
+  %dT = hector.src_row_grad %row : !hector.value<edge, [8]> -> !hector.weight<relation, [100, 8]>
+  %U = hector.weight "U" glorot : !hector.weight<none, [100]>
+  %u = hector.slice %U : !hector.weight<none, [100]> -> !hector.value<none, [100]>
+  // CHECK: hector.src_row %{{.*}} : !hector.value<none, [100]> -> !hector.value<src, []>
+  %urow = hector.src_row %u : !hector.value<none, [100]> -> !hector.value<src, []>
   // CHECK: hector.aggregate sum %{{.*}} by dst : !hector.value<edge, [64]> -> !hector.value<node, [64]>
   %s = hector.aggregate sum %e by dst : !hector.value<edge, [64]> -> !hector.value<node, [64]>
   // CHECK: hector.aggregate mean %{{.*}} by src : !hector.value<dst, [64]> -> !hector.value<node, [64]>
