@@ -2,8 +2,9 @@
 //
 // Prints the top-level ops the glue computes with ATen instead of a kernel: work of O(weights)
 // or O(R, T) size (weight products and their gradients, linear maps of relation, node-type or
-// unsliced rows, elementwise ops on such rows), sums of trailing dimensions, and the gradient of
-// a max aggregation. Deterministic (no atomics) on the CPU and CUDA.
+// unsliced rows, elementwise ops on such rows), sums of trailing dimensions, the gradient of a
+// max aggregation, and the weight gradient of src_row. Deterministic (no atomics) on the CPU and
+// CUDA, except src_row's gradient on CUDA (index_add_ adds with atomics there).
 //
 //===----------------------------------------------------------------------===//
 #include "EmitterInternal.h"
@@ -118,7 +119,8 @@ private:
   }
 
   /// src_row_grad: row `src` of the edge's slice (of the one table) of a zero weight receives
-  /// the edge's gradient row. index_add_ in the internal edge order: deterministic on the CPU.
+  /// the edge's gradient row. index_add_ in the internal edge order: deterministic on the CPU;
+  /// on CUDA it adds with atomics, so float sums may differ in the last bits from run to run.
   void printSrcRowGrad(SrcRowGradOp grad) {
     WeightType weight = grad.getResult().getType();
     os << "    const std::int64_t E = graph.numEdges(), rows = " << weight.getDims().front()
