@@ -123,6 +123,9 @@ private:
   /// The two halves of differentiate(): true when a rule covered `op` (see the definitions).
   bool differentiateStructural(Operation *op, Value grad);
   bool differentiateElementwise(Operation *op, Value grad);
+  /// src_row of a weight's slice: the weight gets the edges' gradient rows added into their
+  /// rows (src_row_grad). False when the table is not a slice (the front end writes no other).
+  bool differentiateSrcRow(SrcRowOp row, Value dy);
   /// The gradient of the operand of a forward `hector.reduce` given the gradient `dy` of its
   /// result: `dy` read back on the operand's rows, or null when no rule covers the reduction.
   Value reduceGrad(ReduceOp reduce, Value dy);
@@ -288,6 +291,16 @@ Value BackwardBuilder::reduceGrad(ReduceOp reduce, Value dy) {
 
 /// The rules of the ops that move rows between spaces, reduce or reshape them, and of the
 /// linear maps: false when `op` is none of them (or no rule covers its form).
+bool BackwardBuilder::differentiateSrcRow(SrcRowOp row, Value dy) {
+  auto slice = row.getInput().getDefiningOp<SliceOp>();
+  if (!slice)
+    return false;
+  Value w = slice.getInput();
+  if (wants(w))
+    accumulate(w, b.create<SrcRowGradOp>(row.getLoc(), w.getType(), dy));
+  return true;
+}
+
 bool BackwardBuilder::differentiateStructural(Operation *op, Value dy) {
   Location loc = op->getLoc();
   MLIRContext *ctx = b.getContext();
@@ -308,18 +321,7 @@ bool BackwardBuilder::differentiateStructural(Operation *op, Value dy) {
       .Case([&](UniqueGatherOp gather) { give(gather.getInput(), dy); })
       .Case([&](UniqueExpandOp expand) { give(expand.getInput(), dy); })
       .Case([&](SliceOp slice) { give(slice.getInput(), dy); })
-      .Case([&](SrcRowOp row) {
-        // Row src of the weight's slice: the weight gets the edges' rows summed into theirs
-        // (the table of a src_row is a weight's slice; the front end writes no other).
-        auto slice = row.getInput().getDefiningOp<SliceOp>();
-        if (!slice) {
-          covered = false;
-          return;
-        }
-        Value w = slice.getInput();
-        if (wants(w))
-          accumulate(w, b.create<SrcRowGradOp>(loc, w.getType(), dy));
-      })
+      .Case([&](SrcRowOp row) { covered = differentiateSrcRow(row, dy); })
       .Case([&](LinearOp linear) {
         Value x = linear.getInput(), w = linear.getWeight();
         if (wants(x))
