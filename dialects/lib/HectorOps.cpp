@@ -310,7 +310,8 @@ LogicalResult hector::inferSrcRow(std::optional<Location> location, Value table,
     result = spaces::srcRowSpace<Space>(Slicing::None);
   if (!result)
     return fail("input must be a relation-sliced or unsliced weight read as a value (relation "
-                "or none), got " + stringifySpace(space));
+                "or none), got " +
+                stringifySpace(space));
   std::optional<OwnedShape> row = tableRowShape(type.getShape());
   if (!row)
     return fail("input must be a table of rows (at least 1 dimension, no head dimension), got " +

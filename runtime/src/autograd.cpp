@@ -351,11 +351,10 @@ std::vector<at::Tensor> layerApplyOp(const std::string &ns,
 /// outputs are float32, float64 stays float64, and the glue's ATen calls run without autocast
 /// (which would otherwise give them other dtypes than the kernels').
 template <c10::DeviceType Device>
-std::vector<at::Tensor> layerApplyAutocast(const std::string &ns,
-                                           const c10::intrusive_ptr<GraphHolder> &graph,
-                                           std::vector<at::Tensor> inputs,
-                                           std::vector<at::Tensor> weights,
-                                           const std::string &variant) {
+std::vector<at::Tensor>
+layerApplyAutocast(const std::string &ns, const c10::intrusive_ptr<GraphHolder> &graph,
+                   std::vector<at::Tensor> inputs, std::vector<at::Tensor> weights,
+                   const std::string &variant) {
   c10::impl::ExcludeDispatchKeyGuard noAutocast(
       at::autocast::get_autocast_dispatch_key_from_device_type(Device));
   auto toFloat = [](std::vector<at::Tensor> &tensors) {

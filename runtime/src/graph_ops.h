@@ -22,11 +22,10 @@ std::vector<at::Tensor> layerApplyOp(const std::string &ns,
 /// hector::layer_apply's kernel under torch.autocast on `Device` (CPU, CUDA): float16 and
 /// bfloat16 inputs and weights cast to float32, the call made with autocast off.
 template <c10::DeviceType Device>
-std::vector<at::Tensor> layerApplyAutocast(const std::string &ns,
-                                           const c10::intrusive_ptr<GraphHolder> &graph,
-                                           std::vector<at::Tensor> inputs,
-                                           std::vector<at::Tensor> weights,
-                                           const std::string &variant);
+std::vector<at::Tensor>
+layerApplyAutocast(const std::string &ns, const c10::intrusive_ptr<GraphHolder> &graph,
+                   std::vector<at::Tensor> inputs, std::vector<at::Tensor> weights,
+                   const std::string &variant);
 /// hector::layer_prepare: builds the graph structures the variant a call would run reads
 /// (prepareLayer); returns that variant's name.
 std::string layerPrepareOp(const std::string &ns, const c10::intrusive_ptr<GraphHolder> &graph,

@@ -154,9 +154,14 @@ std::vector<LayerManifest> loadLibraryFor(const std::string &path, const std::st
       where += (where.empty() ? "" : ", ") + place;
   }
   if (!taken.empty())
-    throw std::runtime_error(caller + ": " + path + " registers layers (operator "
-                             "namespaces " + taken + ") that are already loaded in this process "
-                             "from " + where + ": the same model built for the same target by "
+    throw std::runtime_error(caller + ": " + path +
+                             " registers layers (operator "
+                             "namespaces " +
+                             taken +
+                             ") that are already loaded in this process "
+                             "from " +
+                             where +
+                             ": the same model built for the same target by "
                              "hectorc. PyTorch cannot replace loaded operators; load that file "
                              "instead, or this one in a new process");
   std::vector<LayerManifest> layers;

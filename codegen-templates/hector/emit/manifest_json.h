@@ -42,8 +42,11 @@ inline Json inputJson(const TensorDecl &d, bool backward) {
 }
 
 inline Json weightJson(const TensorDecl &d) {
-  return {{"name", d.name},          {"slicing", d.slicing}, {"dims", d.dims},
-          {"head_axis", d.headAxis}, {"init", d.init}};
+  return {{"name", d.name},
+          {"slicing", d.slicing},
+          {"dims", d.dims},
+          {"head_axis", d.headAxis},
+          {"init", d.init}};
 }
 
 inline Json outputJson(const TensorDecl &d) {
@@ -269,8 +272,7 @@ inline LayerManifest manifestFromJson(const std::string &ns, const std::string &
   m.entry = f.boolean("entry", false);
   if (f.has("params")) {
     FieldReader params(f.at("params"), ns + " ('params')");
-    for (const auto &item : f.at("params").items())
-    {
+    for (const auto &item : f.at("params").items()) {
       LayerParam p;
       p.name = item.key();
       p.integer = item.value().is_number_integer();
@@ -305,9 +307,8 @@ inline LayerManifest manifestFromJson(const std::string &ns, const std::string &
   m.memoryPoints = memory.rows("points");
   m.memoryOutputs = memory.numbers("outputs");
   for (const Json &item : f.array("graph")) {
-    const int k = item.is_string() ? graph_schema::graphStructureIndex(
-                                         item.get<std::string>().c_str())
-                                   : -1;
+    const int k =
+        item.is_string() ? graph_schema::graphStructureIndex(item.get<std::string>().c_str()) : -1;
     if (k < 0)
       f.fail("graph", "names an unknown graph structure " + quoted(item) +
                           "; rebuild the library with this hectorc");

@@ -39,7 +39,7 @@ struct LayerParam {
   std::string name;
   bool integer = true; ///< an integer (intValue) rather than a float
   int64_t intValue = 0;
-  double value = 0;    ///< the value as a double (also for an integer)
+  double value = 0; ///< the value as a double (also for an integer)
 };
 
 /// An input, weight or output of a compiled layer.
@@ -65,9 +65,9 @@ struct TensorDecl {
 
 /// The interface of one compiled layer (docs/architecture.md, "The emitted library and its ABI").
 struct LayerManifest {
-  std::string layer;     ///< the layer's name in the model file
-  std::string ns;        ///< its torch operator namespace (known to the runtime, not written)
-  bool entry = false;    ///< whether it is the library's entry layer
+  std::string layer;  ///< the layer's name in the model file
+  std::string ns;     ///< its torch operator namespace (known to the runtime, not written)
+  bool entry = false; ///< whether it is the library's entry layer
   std::vector<LayerParam> params;
   std::vector<TensorDecl> inputs, weights, outputs;
   /// Training: a forward layer's backward layer namespace (empty when built with

@@ -287,8 +287,8 @@ private:
     std::string table = eval(row.getInput(), ctx);
     std::string name = fresh();
     int64_t n = sizeOf(row.getResult());
-    os << indent << "const T *" << name << " = " << table << " + std::int64_t(" << srcVar
-       << ") * " << n << ";\n";
+    os << indent << "const T *" << name << " = " << table << " + std::int64_t(" << srcVar << ") * "
+       << n << ";\n";
     // The rows of a node traversal's edges are scattered in the table, as node rows read
     // through src are: prefetch() loads them ahead (not where the source is the traversal's
     // node).

@@ -110,8 +110,8 @@ static bool onWeightRows(Operation *op) {
 /// Checks that a top-level op the glue computes with ATen reads rows it can broadcast: the
 /// result's own rows or a single (unsliced) row.
 static LogicalResult checkGlueOp(Operation *op) {
-  if (isa<WeightAddOp, WeightMatmulGradOp, WeightDotOp, WeightDotGradOp, ConstantOp,
-          SrcRowGradOp>(op))
+  if (isa<WeightAddOp, WeightMatmulGradOp, WeightDotOp, WeightDotGradOp, ConstantOp, SrcRowGradOp>(
+          op))
     return success();
   if (auto gemm = dyn_cast<GemmOp>(op)) {
     if (gemm.getSegment() != Slicing::None || gemm.getScatter() != GemmScatter::Store)

@@ -119,8 +119,8 @@ const std::set<std::string> &builtinNames() {
   static const std::set<std::string> names = {
 #define HECTOR_UNARY_FUNCTION(kind, spelling) spelling,
 #include "hector/Frontend/UnaryFunctions.def"
-      "leaky_relu", "dot", "linear",  "concat", "matmul",      "sum",
-      "mean",       "max", "softmax", "sqrt",   "split_heads", "merge_heads", "src_row"};
+      "leaky_relu", "dot",     "linear", "concat",      "matmul",      "sum",    "mean",
+      "max",        "softmax", "sqrt",   "split_heads", "merge_heads", "src_row"};
   return names;
 }
 

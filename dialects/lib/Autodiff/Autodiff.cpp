@@ -62,8 +62,8 @@ bool isWeightDerived(Type type) {
 /// rows than the result (saving the operand instead of the result never costs more; the
 /// operand of a src_row is a weight).
 bool isGather(Operation *op) {
-  return isa<SrcOp, DstOp, UniqueGatherOp, UniqueExpandOp, SplitHeadsOp, MergeHeadsOp,
-             SrcRowOp>(op);
+  return isa<SrcOp, DstOp, UniqueGatherOp, UniqueExpandOp, SplitHeadsOp, MergeHeadsOp, SrcRowOp>(
+      op);
 }
 
 /// Cheap ops: O(1) work per element of the result. Their results are recomputed when that

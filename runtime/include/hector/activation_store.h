@@ -81,7 +81,7 @@ public:
 /// Raises the PyTorch-style in-place modification error when `tensor`'s version
 /// counter no longer equals `saved_version`.
 void checkSavedVersion(const c10::VariableVersion &counter, uint32_t saved_version,
-                         const std::string &tag);
+                       const std::string &tag);
 
 /// The default store: keeps every saved tensor in memory, exactly as autograd does.
 class MemoryStore final : public ActivationStore {

@@ -74,11 +74,11 @@ const LayerManifest &manifestOf(const std::string &ns);
 /// backward runs the layer's backward kernels (derived by the compiler). The activations the
 /// backward layer reads are kept in hector::currentActivationStore(). Returns the layer's
 /// outputs (not the saved activations); when no input or weight requires grad, or grad mode is
-/// off, nothing is saved and the layer's inference copy runs (the fused forward kernels). Backward through the result with
-/// create_graph=True (double backward) raises a c10::Error. `inputs` in manifest order, edge data
-/// in the user's edge order; `weights` in manifest order.
-/// `variant` chooses among the layer's optimisation variants (see chooseVariant; all give the
-/// same results up to rounding).
+/// off, nothing is saved and the layer's inference copy runs (the fused forward kernels). Backward
+/// through the result with create_graph=True (double backward) raises a c10::Error. `inputs` in
+/// manifest order, edge data in the user's edge order; `weights` in manifest order. `variant`
+/// chooses among the layer's optimisation variants (see chooseVariant; all give the same results up
+/// to rounding).
 std::vector<at::Tensor> applyLayer(const LayerManifest &layer, const Graph &graph,
                                    const std::vector<at::Tensor> &inputs,
                                    const std::vector<at::Tensor> &weights,

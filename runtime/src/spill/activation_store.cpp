@@ -8,7 +8,7 @@ namespace hector {
 ActivationStore::~ActivationStore() = default;
 
 void checkSavedVersion(const c10::VariableVersion &counter, uint32_t saved_version,
-                         const std::string &tag) {
+                       const std::string &tag) {
   if (!counter.enabled())
     return; // Inference tensors carry no version counter.
   const uint32_t now = counter.current_version();
@@ -55,7 +55,7 @@ at::Tensor MemoryStore::load(ActivationHandle handle) {
   const Entry &entry = it->second;
   if (entry.tensor.defined())
     checkSavedVersion(entry.tensor.unsafeGetTensorImpl()->version_counter(), entry.version,
-                        entry.tag);
+                      entry.tag);
   ++stats_.loaded;
   return entry.tensor;
 }
@@ -106,8 +106,7 @@ std::shared_ptr<ActivationStore> currentActivationStore() {
   return slot;
 }
 
-std::shared_ptr<ActivationStore>
-setCurrentActivationStore(std::shared_ptr<ActivationStore> store) {
+std::shared_ptr<ActivationStore> setCurrentActivationStore(std::shared_ptr<ActivationStore> store) {
   std::lock_guard<std::mutex> lock(current_mutex);
   auto &slot = current_slot();
   std::shared_ptr<ActivationStore> previous = std::move(slot);

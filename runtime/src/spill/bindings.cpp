@@ -88,10 +88,10 @@ TORCH_LIBRARY_FRAGMENT(hector, m) {
       .def("id", [](const c10::intrusive_ptr<SpillHandle> &self) { return self->id; });
 
   m.class_<SpillStoreHolder>("SpillStore")
-      .def(torch::init([](std::string dir, int64_t threshold_bytes, int64_t prefetch,
-                          bool adaptive, int64_t keep_last, int64_t io_threads, bool direct_io,
-                          bool use_uring, bool use_cufile, int64_t chunk_bytes,
-                          bool anonymous_files, std::string faults) {
+      .def(torch::init([](std::string dir, int64_t threshold_bytes, int64_t prefetch, bool adaptive,
+                          int64_t keep_last, int64_t io_threads, bool direct_io, bool use_uring,
+                          bool use_cufile, int64_t chunk_bytes, bool anonymous_files,
+                          std::string faults) {
         return c10::make_intrusive<SpillStoreHolder>(hector::make_options(
             dir, threshold_bytes, prefetch, adaptive, keep_last, io_threads, direct_io,
             use_uring, use_cufile, chunk_bytes, anonymous_files, faults));
@@ -136,9 +136,7 @@ TORCH_LIBRARY_FRAGMENT(hector, m) {
                self->installed = false;
              }
            })
-      .def("close", [](const c10::intrusive_ptr<SpillStoreHolder> &self) {
-        self->store->close();
-      })
+      .def("close", [](const c10::intrusive_ptr<SpillStoreHolder> &self) { self->store->close(); })
       .def("close_if_unused",
            [](const c10::intrusive_ptr<SpillStoreHolder> &self) {
              return self->store->closeIfUnused();
