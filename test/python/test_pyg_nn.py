@@ -538,18 +538,20 @@ def test_rgcn_featureless_equals_pyg(kwargs):
         ours(torch.tensor([0, 31] + [1] * 28), ei, g.etype)
 
 
-def test_src_row_refuses_a_graph_with_more_nodes_than_rows(tmp_path, monkeypatch):
+def test_src_row_refuses_a_graph_with_more_nodes_than_rows():
     """The kernels read row src of the table unchecked: the glue refuses a graph whose node ids
-    are not all rows of it, naming the weight and the counts, before any kernel runs."""
-    monkeypatch.setenv("HECTOR_CACHE_DIR", str(tmp_path / "cache"))
+    are not all rows of it, naming the weight and the counts, before any kernel runs. (The
+    library of the featureless test above, from the session's cache.)"""
+    n = graphs()[0].num_nodes
     Layer = hector.compile(hnn._MODELS / "rgcn_conv_featureless.hector", target="cpu",
-                           **{"in": 5, "out": 3})
+                           **{"in": n, "out": OUT})
     layer = Layer(num_relations=2).double()
-    graph = hector.Graph(torch.tensor([0, 5]), torch.tensor([1, 0]), torch.tensor([0, 1]),
-                         num_nodes=6, num_relations=2)
-    with pytest.raises(ValueError, match=r"src_row reads row src of weight 'W', which has 5 "
-                                         r"rows, but the graph has 6 nodes"):
-        layer(graph, torch.zeros(6, 3, dtype=torch.float64), torch.ones(2, dtype=torch.float64))
+    graph = hector.Graph(torch.tensor([0, n]), torch.tensor([1, 0]), torch.tensor([0, 1]),
+                         num_nodes=n + 1, num_relations=2)
+    with pytest.raises(ValueError, match=rf"src_row reads row src of weight 'W', which has {n} "
+                                         rf"rows, but the graph has {n + 1} nodes"):
+        layer(graph, torch.zeros(n + 1, OUT, dtype=torch.float64),
+              torch.ones(2, dtype=torch.float64))
 
 
 @pytest.mark.parametrize("compiled", [False, True], ids=["eager", "torch.compile"])
