@@ -14,6 +14,7 @@ using namespace hector;
 
 void HectorDialect::initialize() {
   registerTypes();
+  registerAttributes();
   addOperations<
 #define GET_OP_LIST
 #include "hector/Dialect/HectorOps.cpp.inc"

@@ -298,3 +298,13 @@ void HectorDialect::registerTypes() {
 #include "hector/Dialect/HectorOpsTypes.cpp.inc"
       >();
 }
+
+#define GET_ATTRDEF_CLASSES
+#include "hector/Dialect/HectorAttrDefs.cpp.inc"
+
+void HectorDialect::registerAttributes() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "hector/Dialect/HectorAttrDefs.cpp.inc"
+      >();
+}

@@ -14,6 +14,7 @@
 #include "hector/Dialect/HectorDialect.h"
 #include "hector/Dialect/HectorOps.h"
 #include "hector/Emit/Emitter.h"
+#include "hector/Emit/Passes.h"
 #include "hector/Frontend/Frontend.h"
 #include "hector/Optimize/CostModel.h"
 #include "hector/Transforms/Passes.h"
@@ -320,6 +321,14 @@ int writeResult(ModuleOp module, const CompilerOptions &options, const Job &job)
   if (emit == "lowered")
     return writeOutput(module, options.outputFile);
   if (failed(selectEntryLayer(module, emitOptions.entry)))
+    return 1;
+  // The emitter prints from what hector-prepare-emission checks and records.
+  PassManager prepare(module.getContext(), ModuleOp::getOperationName());
+  prepare.enableVerifier(options.verifyEach);
+  PrepareEmissionOptions prepareOptions;
+  prepareOptions.target = emitOptions.cuda ? "cuda" : "cpu";
+  prepare.addPass(createPrepareEmission(prepareOptions));
+  if (failed(prepare.run(module)))
     return 1;
   if (emit == "cpp")
     return writeText(options.outputFile,

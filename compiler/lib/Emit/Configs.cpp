@@ -169,7 +169,8 @@ static LogicalResult segmentRows(Operation *op, Space rows, Space into, WeightGr
                          << " into rows indexed by " << stringifySpace(into);
 }
 
-FailureOr<WeightGradConfig> weightGradConfig(Operation *op, const LayerPlan &plan) {
+FailureOr<WeightGradConfig>
+weightGradConfig(Operation *op, const llvm::DenseMap<mlir::Value, GatherMarker> &gathers) {
   WeightGradConfig c;
   if (auto reduce = dyn_cast<ReduceOp>(op)) {
     Type resultType = reduce.getResult().getType();
@@ -192,8 +193,8 @@ FailureOr<WeightGradConfig> weightGradConfig(Operation *op, const LayerPlan &pla
   c.k = ls.k;
   c.n = ls.n;
   auto resolve = [&](Value v, std::string &gather) -> Value {
-    auto it = plan.gathers.find(v);
-    if (it == plan.gathers.end())
+    auto it = gathers.find(v);
+    if (it == gathers.end())
       return v;
     gather = it->second.gather;
     return it->second.table;

@@ -49,21 +49,8 @@ struct GemmConfig {
   bool weightProduct = false;
 };
 
-/// What runs one top-level op of the kernel-level IR.
-enum class KernelKind {
-  Gemm,          ///< hector.gemm: the segmented GEMM template
-  WeightProduct, ///< hector.weight_matmul: the GEMM template over weight slices
-  Traversal,     ///< hector.traversal: an edge or node traversal
-  WeightGrad,    ///< hector.weight_grad, and hector.reduce into coarser rows: the GEMM
-                 ///< template's outer-product (weight-gradient) form
-  RowSum,        ///< hector.reduce from edges into unique pairs, or from unique pairs into
-                 ///< nodes: the traversal template's segmented row sum
-  Glue,          ///< O(weights) or O(slices) work done with ATen in the glue: weight-space
-                 ///< products and their gradients, reductions that keep the rows, elementwise
-                 ///< ops on relation/ntype/unsliced rows
-};
-
-/// A top-level op of a layer and what runs it: its kernel name and kind.
+/// A top-level op of a layer and what runs it: its kernel name and kind (KernelKind, the
+/// dialect's enum: hector-prepare-emission records both on the op).
 struct Kernel {
   mlir::Operation *op;
   std::string name;
@@ -114,12 +101,17 @@ struct LayerPlan {
   std::array<double, kNumCostTerms> outputElements{};
 };
 
-/// Plans every layer of `module`. Each layer's operator namespace hashes its own IR, the whole
-/// module's and the target (`cuda`): libraries that differ in any layer (another variant, another
-/// backward) or in their target never share a namespace, so they load into one process side by
-/// side.
-mlir::FailureOr<std::vector<LayerPlan>> planModule(mlir::ModuleOp module, llvm::StringRef entryName,
-                                                   bool cuda);
+/// Plans every layer of `module`, which hector-prepare-emission annotated (an error at the first
+/// op it did not). Each layer's operator namespace is its emission id, which hashes its own IR,
+/// the whole module's and the target: libraries that differ in any layer (another variant,
+/// another backward) or in their target never share a namespace, so they load into one process
+/// side by side.
+mlir::FailureOr<std::vector<LayerPlan>> planModule(mlir::ModuleOp module,
+                                                   llvm::StringRef entryName);
+
+/// The table and the GraphView index array of a top-level hector.src, hector.dst or
+/// hector.unique_gather (a gather a weight gradient fuses).
+GatherMarker gatherMarkerOf(mlir::Operation *op);
 
 /// Whether `output` is an activation saved for the backward layer (kept in the graph's
 /// internal edge order: it only travels from the forward to the backward kernels).
@@ -197,8 +189,14 @@ GemmConfig weightProductConfig(WeightMatmulOp op);
 GemmConfig configOf(const Kernel &kernel);
 
 /// The weight-gradient configuration of a hector.weight_grad, or of a hector.reduce that sums
-/// rows, or an error at `op`. A gathered operand is read through the gather `plan` fuses.
-mlir::FailureOr<WeightGradConfig> weightGradConfig(mlir::Operation *op, const LayerPlan &plan);
+/// rows, or an error at `op`. A gathered operand is read through its fused gather in `gathers`.
+mlir::FailureOr<WeightGradConfig>
+weightGradConfig(mlir::Operation *op, const llvm::DenseMap<mlir::Value, GatherMarker> &gathers);
+/// The weight-gradient configuration of a planned kernel (with the plan's fused gathers).
+inline mlir::FailureOr<WeightGradConfig> weightGradConfig(mlir::Operation *op,
+                                                          const LayerPlan &plan) {
+  return weightGradConfig(op, plan.gathers);
+}
 
 /// Whether a top-level hector.reduce sums rows (a weight-gradient kernel) rather than only
 /// trailing dimensions of each row (glue).
@@ -247,8 +245,11 @@ struct Functor {
 /// Prints the functor `name`_f of `traversal`, or reports at the op it cannot print.
 mlir::FailureOr<Functor> printFunctor(TraversalOp traversal, llvm::StringRef name);
 
-/// Passes over the edges of each node of a node traversal (0 for an edge traversal).
+/// Passes over the edges of each node of a node traversal (0 for an edge traversal), as the
+/// functor printer plans them (hector-prepare-emission records it as `hector.passes`).
 int passesOf(TraversalOp op);
+/// The passes hector-prepare-emission recorded on a traversal.
+int recordedPassesOf(TraversalOp op);
 
 /// Prints the kernels of one layer for the CPU (`cuda` false) or CUDA: function templates over
 /// the element type T and the index type I.

@@ -155,7 +155,7 @@ static Json kernelJson(const LayerPlan &plan, const Kernel &kernel) {
   } else if (auto traversal = dyn_cast<TraversalOp>(kernel.op)) {
     k["template"] = "traversal";
     k["kind"] = stringifyTraversalKind(traversal.getKind()).str();
-    k["passes"] = passesOf(traversal);
+    k["passes"] = recordedPassesOf(traversal);
     k["results"] = traversal.getNumResults();
   } else {
     GemmConfig c = configOf(kernel);

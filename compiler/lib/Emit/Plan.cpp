@@ -1,16 +1,17 @@
 //===- Plan.cpp - The plan of a module's layers ---------------------------===//
 //
-// Plans every layer of a module: a kernel (its kind and name) for each top-level op of the
-// kernel-level IR, or an error at an op the emitter cannot place; the glue's tensor names; the
-// graph structures the printed code reads; the points where the glue releases intermediates and
-// the memory a call holds; the namespaces of the layers a layer names (backward, inference,
-// variants).
+// Plans every layer of a module from what hector-prepare-emission recorded (PrepareEmission.cpp:
+// the kernel kind and name of each top-level op, the layer's emission id): the glue's tensor
+// names; the graph structures the printed code reads; the points where the glue releases
+// intermediates and the memory a call holds; the namespaces of the layers a layer names
+// (backward, inference, variants).
 //
 //===----------------------------------------------------------------------===//
 #include "EmitterInternal.h"
 
 #include "hector/Dialect/LayerRelations.h"
 #include "hector/Emit/Emitter.h"
+#include "hector/Emit/Passes.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/DenseSet.h"
@@ -18,7 +19,6 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
-#include "llvm/Support/xxhash.h"
 
 #include <algorithm>
 
@@ -71,216 +71,71 @@ std::optional<Space> pairSumSpaceOf(TraversalOp op) {
 // Kernels
 //===----------------------------------------------------------------------===//
 
-/// Checks that a traversal's body is printable.
-static LogicalResult checkTraversal(TraversalOp op) {
-  for (Operation &inner : op.getBodyRegion().front().without_terminator()) {
-    if (isa<SoftmaxOp>(inner))
-      return inner.emitError("hector.softmax must be decomposed before emission (the pipeline "
-                             "runs --hector-decompose-softmax)");
-    if (isa<AggregateOp>(inner) && op.getKind() == TraversalKind::Edge)
-      return inner.emitError("an edge traversal cannot reduce into nodes");
-  }
-  if (pairSpaceOf(op) || pairSumSpaceOf(op))
-    return success(); // the verifier checked the results' space
-  for (Type type : op.getResultTypes()) {
-    Space space = cast<ValueType>(type).getSpace();
-    bool edge = isEdgeIndexed(space) && space != Space::UniqueSrc && space != Space::UniqueDst;
-    if (op.getKind() == TraversalKind::Edge ? !edge : space != Space::Node)
-      return op.emitError() << "cannot emit a " << stringifyTraversalKind(op.getKind())
-                            << " traversal with a result indexed by " << stringifySpace(space);
-  }
-  return success();
+int recordedPassesOf(TraversalOp op) {
+  auto passes = op->getAttrOfType<IntegerAttr>(kPassesAttrName);
+  return passes ? static_cast<int>(passes.getInt()) : passesOf(op);
 }
 
-/// Whether `op` is a GEMM or a weight gradient over relation, node-type or unsliced rows (a
-/// linear map of weights, such as a projected relation embedding): at most R or T rows, which
-/// the glue multiplies with ATen.
-static bool onWeightRows(Operation *op) {
-  auto weightRows = [](Value v) {
-    Space space = spaceOf(v);
-    return space == Space::Relation || space == Space::NType || space == Space::None;
+GatherMarker gatherMarkerOf(Operation *op) {
+  Value table = op->getOperand(op->getNumOperands() - 1);
+  if (isa<SrcOp>(op))
+    return {table, "g.sortedSrc"};
+  if (isa<DstOp>(op))
+    return {table, "g.sortedDst"};
+  return {table,
+          cast<UniqueGatherOp>(op).getSide() == EdgeEnd::Src ? "g.uniqueSrc" : "g.uniqueDst"};
+}
+
+/// Plans one layer from the annotations of hector-prepare-emission: the tensors of its inputs,
+/// weights and outputs, the fused gathers, and a kernel (its kind, name and result tensors) for
+/// every other top-level op; an error when the layer was not prepared.
+static FailureOr<LayerPlan> planLayer(LayerOp layer) {
+  auto notPrepared = [](Operation *op) {
+    return op->emitError("the kernel-level IR is not prepared for emission (hectorc runs "
+                         "--hector-prepare-emission before it emits)");
   };
-  if (auto gemm = dyn_cast<GemmOp>(op))
-    return gemm.getGather() == GemmGather::None && weightRows(gemm.getA());
-  if (auto grad = dyn_cast<WeightGradOp>(op))
-    return weightRows(grad.getInput()) && weightRows(grad.getGrad());
-  return false;
-}
-
-/// Checks that a top-level op the glue computes with ATen reads rows it can broadcast: the
-/// result's own rows or a single (unsliced) row.
-static LogicalResult checkGlueOp(Operation *op) {
-  if (isa<WeightAddOp, WeightMatmulGradOp, WeightDotOp, WeightDotGradOp, ConstantOp, SrcRowGradOp>(
-          op))
-    return success();
-  if (auto gemm = dyn_cast<GemmOp>(op)) {
-    if (gemm.getSegment() != Slicing::None || gemm.getScatter() != GemmScatter::Store)
-      return op->emitError() << "a linear map of values indexed by "
-                             << stringifySpace(spaceOf(gemm.getA()))
-                             << " needs an unsliced weight and a stored result";
-    return success();
-  }
-  if (auto grad = dyn_cast<WeightGradOp>(op)) {
-    if (grad.getResult().getType().getSlicing() != Slicing::None ||
-        spaceOf(grad.getInput()) != spaceOf(grad.getGrad()))
-      return op->emitError() << "the weight gradient of a linear map of values indexed by "
-                             << stringifySpace(spaceOf(grad.getGrad()))
-                             << " needs an unsliced weight and operands on the same rows";
-    return success();
-  }
-  if (auto grad = dyn_cast<AggregateGradOp>(op)) {
-    if (grad.getKind() == AggregateKind::Max && grad.getInput())
-      return success();
-    return op->emitError("a mean aggregation's gradient belongs in a traversal (lower the "
-                         "layer with --hector-lower-to-kernels)");
-  }
-  if (auto reduce = dyn_cast<ReduceOp>(op)) {
-    Space from = reduce.getInput().getType().getSpace(), to = spaceOf(reduce.getResult());
-    if (from == to || to == Space::None)
-      return success();
-    return op->emitError() << "cannot emit a sum of rows indexed by " << stringifySpace(from)
-                           << " into rows indexed by " << stringifySpace(to);
-  }
-  Space to = spaceOf(op->getResult(0));
-  if (isEdgeIndexed(to) || to == Space::Node)
-    return op->emitError() << "'" << op->getName() << "' on rows indexed by " << stringifySpace(to)
-                           << " belongs in a traversal (lower the layer with "
-                              "--hector-lower-to-kernels)";
-  for (Value operand : op->getOperands()) {
-    Space from = spaceOf(operand);
-    if (from != to && from != Space::None)
-      return op->emitError() << "cannot broadcast rows indexed by " << stringifySpace(from)
-                             << " to rows indexed by " << stringifySpace(to);
-  }
-  return success();
-}
-
-/// The name of the kernel of `op`, the `index`th top-level op of the layer: what runs it and
-/// its configuration (`rgat_k0_gemm_relation_gsrc_sstore_h4_k64_n16`).
-static std::string kernelName(LayerPlan &plan, size_t index, Operation *op) {
-  std::string base = identifier(plan.layer.getSymName()) + "_k" + std::to_string(index) + "_";
-  if (auto gemm = dyn_cast<GemmOp>(op); gemm && !onWeightRows(op)) {
-    FailureOr<GemmConfig> c = gemmConfig(gemm);
-    std::string name = base + "gemm_" + stringifySlicing(gemm.getSegment()).str() + "_g" +
-                       stringifyGemmGather(gemm.getGather()).str() + "_s" +
-                       stringifyGemmScatter(gemm.getScatter()).str();
-    if (gemm.getTransposeB())
-      name += "_tb";
-    if (gemm.getAcc())
-      name += "_acc";
-    if (succeeded(c))
-      name += "_h" + std::to_string(c->heads) + "_k" + std::to_string(c->k) + "_n" +
-              std::to_string(c->n);
-    return name;
-  }
-  if (auto matmul = dyn_cast<WeightMatmulOp>(op)) {
-    GemmConfig c = weightProductConfig(matmul);
-    RowShape lhs = matmul.getLhs().getType().getShape();
-    return base + "wgemm_" + stringifySlicing(matmul.getLhs().getType().getSlicing()).str() + "_" +
-           stringifySlicing(matmul.getRhs().getType().getSlicing()).str() + "_m" +
-           std::to_string(numElements(lhs.dims.drop_back())) + "_k" + std::to_string(c.k) + "_n" +
-           std::to_string(c.n);
-  }
-  if (isa<WeightGradOp>(op))
-    return base + "wgrad";
-  if (auto reduce = dyn_cast<ReduceOp>(op))
-    return base + (rowSumConfig(reduce) ? "segsum" : "rowsum");
-  if (!isa<TraversalOp>(op))
-    return base + "glue";
-  auto traversal = cast<TraversalOp>(op);
-  if (pairSumSpaceOf(traversal))
-    return base + "pair_traversal_r" + std::to_string(traversal.getNumResults());
-  return base + stringifyTraversalKind(traversal.getKind()).str() + "_traversal_p" +
-         std::to_string(passesOf(traversal)) + "_r" + std::to_string(traversal.getNumResults());
-}
-
-/// Plans one layer: the tensors of its inputs, weights and outputs, and a kernel (its kind,
-/// name and result tensors) for every other top-level op of its kernel-level IR, or an error
-/// at an op that is not one. `moduleHash`: a hash of the whole module and the target (see
-/// planModule).
-static FailureOr<LayerPlan> planLayer(LayerOp layer, uint64_t moduleHash) {
   LayerPlan plan;
   plan.layer = layer;
-  std::string text;
-  llvm::raw_string_ostream textStream(text);
-  // Local scope: the layer is isolated from above, and printing it within the module's scope
-  // would number the whole module again for every layer (quadratic in the number of layers).
-  layer->print(textStream, OpPrintingFlags().printGenericOpForm().useLocalScope());
-  text += "\n" + llvm::utohexstr(moduleHash);
-  plan.id = identifier(layer.getSymName()) + "_" +
-            llvm::utohexstr(llvm::xxh3_64bits(text), /*LowerCase=*/true).substr(0, 8);
+  auto id = layer->getAttrOfType<StringAttr>(kEmitIdAttrName);
+  if (!id)
+    return notPrepared(layer);
+  plan.id = id.str();
   for (Operation &op : layer.getBodyRegion().front()) {
     if (auto input = dyn_cast<InputOp>(op)) {
       plan.tensors[input.getResult()] = "in" + std::to_string(plan.inputs.size());
       plan.inputs.push_back(input);
-    } else if (auto weight = dyn_cast<WeightOp>(op)) {
+      continue;
+    }
+    if (auto weight = dyn_cast<WeightOp>(op)) {
       plan.tensors[weight.getResult()] = "w" + std::to_string(plan.weights.size());
       plan.weights.push_back(weight);
-    } else if (auto slice = dyn_cast<SliceOp>(op)) {
-      plan.tensors[slice.getResult()] = plan.tensors.lookup(slice.getInput());
-    } else if (auto output = dyn_cast<OutputOp>(op)) {
-      if (auto value = dyn_cast<ValueType>(output.getValue().getType())) {
-        Space space = value.getSpace();
-        bool unique = space == Space::UniqueSrc || space == Space::UniqueDst;
-        if (space != Space::Node && space != Space::Edge && space != Space::Src &&
-            space != Space::Dst && !(unique && isSavedOutput(output)))
-          return output.emitError() << "cannot emit an output indexed by " << stringifySpace(space);
-      }
-      plan.outputs.push_back(output);
-    } else if (isa<SrcOp, DstOp, UniqueGatherOp>(op)) {
-      // A gather at the top level is fused into the weight gradients that read it.
-      Value table = op.getOperand(op.getNumOperands() - 1);
-      std::string gather;
-      if (isa<SrcOp>(op))
-        gather = "g.sortedSrc";
-      else if (isa<DstOp>(op))
-        gather = "g.sortedDst";
-      else
-        gather = cast<UniqueGatherOp>(op).getSide() == EdgeEnd::Src ? "g.uniqueSrc" : "g.uniqueDst";
-      for (Operation *user : op.getResult(0).getUsers())
-        if (!isa<WeightGradOp>(user))
-          return user->emitError("reads a top-level gather; only hector.weight_grad fuses one "
-                                 "(lower the layer with --hector-lower-to-kernels)");
-      plan.gathers[op.getResult(0)] = {table, gather};
-      plan.tensors[op.getResult(0)] = plan.tensors.lookup(table);
-    } else if (op.hasTrait<OpTrait::Elementwise>() ||
-               isa<GemmOp, TraversalOp, WeightMatmulOp, WeightGradOp, ReduceOp, WeightAddOp,
-                   WeightMatmulGradOp, WeightDotOp, WeightDotGradOp, LeakyReluGradOp, GeluGradOp,
-                   DotOp, ConcatOp, NarrowOp, SplitHeadsOp, MergeHeadsOp, ConstantOp,
-                   AggregateGradOp, SrcRowGradOp>(op)) {
-      KernelKind kind = KernelKind::Glue;
-      if (onWeightRows(&op)) {
-        if (failed(checkGlueOp(&op)))
-          return failure();
-      } else if (auto gemm = dyn_cast<GemmOp>(op)) {
-        if (failed(gemmConfig(gemm)))
-          return failure();
-        kind = KernelKind::Gemm;
-      } else if (auto traversal = dyn_cast<TraversalOp>(op)) {
-        if (failed(checkTraversal(traversal)))
-          return failure();
-        kind = KernelKind::Traversal;
-      } else if (isa<WeightMatmulOp>(op)) {
-        kind = KernelKind::WeightProduct;
-      } else if (isa<ReduceOp>(op) && rowSumConfig(cast<ReduceOp>(op))) {
-        kind = KernelKind::RowSum;
-      } else if (isa<WeightGradOp>(op) ||
-                 (isa<ReduceOp>(op) && reduceSumsRows(cast<ReduceOp>(op)))) {
-        if (failed(weightGradConfig(&op, plan)))
-          return failure();
-        kind = KernelKind::WeightGrad;
-      } else if (failed(checkGlueOp(&op))) {
-        return failure();
-      }
-      size_t index = plan.kernels.size();
-      for (auto [i, result] : llvm::enumerate(op.getResults()))
-        plan.tensors[result] = "t" + std::to_string(index) + "_" + std::to_string(i);
-      plan.kernels.push_back({&op, kernelName(plan, index, &op), kind});
-    } else {
-      return op.emitError() << "'" << op.getName()
-                            << "' is not a kernel-level op: lower the layer first "
-                               "(--emit=lowered shows the kernel-level IR)";
+      continue;
     }
+    if (auto slice = dyn_cast<SliceOp>(op)) {
+      plan.tensors[slice.getResult()] = plan.tensors.lookup(slice.getInput());
+      continue;
+    }
+    if (auto output = dyn_cast<OutputOp>(op)) {
+      plan.outputs.push_back(output);
+      continue;
+    }
+    auto kind = op.getAttrOfType<KernelKindAttr>(kKernelAttrName);
+    if (!kind)
+      return notPrepared(&op);
+    if (kind.getValue() == KernelKind::FusedGather) {
+      // A gather at the top level is fused into the weight gradients that read it.
+      GatherMarker marker = gatherMarkerOf(&op);
+      plan.tensors[op.getResult(0)] = plan.tensors.lookup(marker.table);
+      plan.gathers[op.getResult(0)] = std::move(marker);
+      continue;
+    }
+    auto name = op.getAttrOfType<StringAttr>(kKernelNameAttrName);
+    if (!name)
+      return notPrepared(&op);
+    size_t index = plan.kernels.size();
+    for (auto [i, result] : llvm::enumerate(op.getResults()))
+      plan.tensors[result] = "t" + std::to_string(index) + "_" + std::to_string(i);
+    plan.kernels.push_back({&op, name.str(), kind.getValue()});
   }
   return plan;
 }
@@ -502,15 +357,10 @@ static void computeMemory(LayerPlan &plan) {
 // The module
 //===----------------------------------------------------------------------===//
 
-FailureOr<std::vector<LayerPlan>> planModule(ModuleOp module, StringRef entryName, bool cuda) {
-  std::string moduleText;
-  llvm::raw_string_ostream moduleStream(moduleText);
-  module->print(moduleStream, OpPrintingFlags().printGenericOpForm());
-  moduleText += cuda ? "\ncuda" : "\ncpu";
-  uint64_t moduleHash = llvm::xxh3_64bits(moduleText);
+FailureOr<std::vector<LayerPlan>> planModule(ModuleOp module, StringRef entryName) {
   std::vector<LayerPlan> plans;
   for (LayerOp layer : module.getOps<LayerOp>()) {
-    FailureOr<LayerPlan> plan = planLayer(layer, moduleHash);
+    FailureOr<LayerPlan> plan = planLayer(layer);
     if (failed(plan))
       return failure();
     plans.push_back(std::move(*plan));

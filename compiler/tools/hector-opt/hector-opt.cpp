@@ -1,11 +1,13 @@
 //===- hector-opt.cpp - The Hector optimizer driver -------------*- C++ -*-===//
 //
 // mlir-opt for the Hector dialect: parses, verifies, runs passes (the Hector passes, the
-// `hector-pipeline` that hectorc runs, and the generic ones) and prints Hector IR.
+// `hector-pipeline` and `hector-compile` that hectorc runs, hector-prepare-emission, and the
+// generic ones) and prints Hector IR.
 //
 //===----------------------------------------------------------------------===//
 #include "hector/Autodiff/Passes.h"
 #include "hector/Dialect/HectorDialect.h"
+#include "hector/Emit/Passes.h"
 #include "hector/Optimize/Passes.h"
 #include "hector/Transforms/Passes.h"
 
@@ -20,6 +22,7 @@ int main(int argc, char **argv) {
   hector::registerHectorPasses();
   hector::registerHectorAutodiffPasses();
   hector::registerHectorOptimizePasses();
+  hector::registerHectorEmitPasses();
 
   mlir::DialectRegistry registry;
   registry.insert<hector::HectorDialect>();

@@ -1,9 +1,10 @@
 //===- Emitter.h - Kernel-level Hector IR to C++/CUDA sources ---*- C++ -*-===//
 //
 // The read-only emitter: it walks the kernel-level IR of every hector.layer (after the pipeline
-// of hector/Transforms/Passes.h) and prints the sources of a self-contained package (see
-// docs/architecture.md, "The emitted library and its ABI"). It never modifies the IR; an op it
-// cannot print is reported at its location.
+// of hector/Transforms/Passes.h and hector-prepare-emission, hector/Emit/Passes.h) and prints
+// the sources of a self-contained package (see docs/architecture.md, "The emitted library and
+// its ABI"). It never modifies the IR and prints from the kernel kinds, names and ids that
+// hector-prepare-emission recorded; IR that pass did not annotate is reported at its location.
 //
 //===----------------------------------------------------------------------===//
 #ifndef HECTOR_EMIT_EMITTER_H

@@ -2,13 +2,15 @@
 //
 // Index spaces, weight slicings, initialisers and the modes of the aggregation, gather/scatter
 // and traversal ops. Each is an integer enum attribute printed as its bare keyword inside ops
-// (e.g. `hector.aggregate sum %e by dst`).
+// (e.g. `hector.aggregate sum %e by dst`). The kernel kind is a dialect attribute of its own
+// (`#hector<kernel gemm>`): hector-prepare-emission attaches it to the ops of kernel-level IR.
 //
 //===----------------------------------------------------------------------===//
 #ifndef HECTOR_DIALECT_HECTORATTRS_TD
 #define HECTOR_DIALECT_HECTORATTRS_TD
 
 include "hector/Dialect/HectorDialect.td"
+include "mlir/IR/AttrTypeBase.td"
 include "mlir/IR/EnumAttr.td"
 
 def Hector_SpaceAttr : I32EnumAttr<"Space", "index space of a value's rows", [
@@ -74,6 +76,35 @@ def Hector_TraversalKindAttr : I32EnumAttr<"TraversalKind", "parallelisation of 
     I32EnumAttrCase<"Edge", 0, "edge">,
     I32EnumAttrCase<"Node", 1, "node">]> {
   let cppNamespace = "::hector";
+}
+
+def Hector_KernelKind : I32EnumAttr<"KernelKind",
+    "what runs a top-level op of the kernel-level IR", [
+    // hector.gemm: the segmented GEMM template.
+    I32EnumAttrCase<"Gemm", 0, "gemm">,
+    // hector.weight_matmul: the GEMM template over the weight slices.
+    I32EnumAttrCase<"WeightProduct", 1, "weight_product">,
+    // hector.traversal: an edge, node or pair traversal.
+    I32EnumAttrCase<"Traversal", 2, "traversal">,
+    // hector.weight_grad, and hector.reduce into coarser rows: the GEMM template's
+    // outer-product (weight-gradient) form.
+    I32EnumAttrCase<"WeightGrad", 3, "weight_grad">,
+    // hector.reduce from edges into unique pairs, or from unique pairs into nodes: the
+    // traversal template's segmented row sum.
+    I32EnumAttrCase<"RowSum", 4, "row_sum">,
+    // O(weights) or O(slices) work done with ATen in the glue: weight-space products and their
+    // gradients, reductions that keep the rows, elementwise ops on relation, ntype or unsliced
+    // rows.
+    I32EnumAttrCase<"Glue", 5, "glue">,
+    // hector.src, hector.dst or hector.unique_gather at the top level: no kernel of its own, a
+    // gather fused into the weight gradients that read it.
+    I32EnumAttrCase<"FusedGather", 6, "fused_gather">]> {
+  let cppNamespace = "::hector";
+  let genSpecializedAttr = 0;
+}
+
+def Hector_KernelKindAttr : EnumAttr<Hector_Dialect, Hector_KernelKind, "kernel"> {
+  let summary = "what runs a top-level op of the kernel-level IR (hector-prepare-emission)";
 }
 
 #endif // HECTOR_DIALECT_HECTORATTRS_TD

@@ -25,10 +25,13 @@ def Hector_Dialect : Dialect {
     instantiates.
   }];
   let useDefaultTypePrinterParser = 1;
+  let useDefaultAttributePrinterParser = 1;
   let hasConstantMaterializer = 1;
   let extraClassDeclaration = [{
     /// Registers the types (defined beside their storage in HectorTypes.cpp).
     void registerTypes();
+    /// Registers the attributes (the kernel kind; HectorTypes.cpp).
+    void registerAttributes();
   }];
 }
 

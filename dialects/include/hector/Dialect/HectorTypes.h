@@ -20,6 +20,9 @@
 
 #include "hector/Dialect/HectorEnums.h.inc"
 
+#define GET_ATTRDEF_CLASSES
+#include "hector/Dialect/HectorAttrDefs.h.inc"
+
 namespace hector {
 
 /// The shape of one row of a value (or one slice of a weight): its dimensions and the position
