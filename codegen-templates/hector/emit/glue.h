@@ -1,7 +1,9 @@
 //===- hector/emit/glue.h - LibTorch side of an emitted layer -------------===//
 //
 // What every emitted model.cpp needs around its kernels: the GraphView of a hector::Graph,
-// argument validation with messages naming the bad tensor, and CUDA error checks.
+// argument validation with messages naming the bad tensor, CUDA error checks, the glue ops
+// that are fixed ATen code (the gradients of a max aggregation and of src_row), and the
+// registration of a library's operator namespaces. Emitted code only binds their parameters.
 //
 //===----------------------------------------------------------------------===//
 #ifndef HECTOR_EMIT_GLUE_H
@@ -12,10 +14,15 @@
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
+#include <torch/library.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <exception>
+#include <initializer_list>
 #include <limits>
+#include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -111,6 +118,102 @@ inline at::Tensor broadcastRows(const at::Tensor &t, std::int64_t m, std::int64_
 inline void checkLaunch(const char *error, const char *kernel) {
   TORCH_CHECK(error == nullptr, "hector: CUDA kernel ", kernel, " failed: ", error);
 }
+
+/// The gradient of y = aggregate max x over the edges of each node (`node`: every edge's node
+/// at the aggregation's end, in internal edge order): per node n and element c, g[n][c] goes to
+/// the edge of n with the smallest internal position whose x equals the maximum; every other
+/// edge gets 0. Max and min reductions do not depend on the order of their operands, so this is
+/// deterministic on every device. `g`: [N, k] elements, `x`: [E, k]; the result is [E, k].
+inline at::Tensor maxAggregateGrad(const at::Tensor &g, const at::Tensor &x, const at::Tensor &node,
+                                   std::int64_t numNodes, std::int64_t k) {
+  const std::int64_t E = node.size(0);
+  const at::TensorOptions opts = x.options();
+  const at::TensorOptions longOpts = opts.dtype(at::kLong);
+  const at::Tensor edgeNode = node.to(at::kLong).unsqueeze(1).expand({E, k});
+  const at::Tensor xs = x.reshape({E, k});
+  const at::Tensor gs = g.reshape({numNodes, k});
+  const at::Tensor mx = at::full({numNodes, k}, -std::numeric_limits<double>::infinity(), opts)
+                            .scatter_reduce(0, edgeNode, xs, "amax", /*include_self=*/true);
+  const at::Tensor eid = at::arange(E, longOpts).unsqueeze(1).expand({E, k});
+  const at::Tensor candidate =
+      at::where(xs == mx.gather(0, edgeNode), eid, at::full({}, E, longOpts));
+  const at::Tensor first = at::full({numNodes, k}, E, longOpts)
+                               .scatter_reduce(0, edgeNode, candidate, "amin",
+                                               /*include_self=*/true);
+  return at::where(first.gather(0, edgeNode) == eid, gs.gather(0, edgeNode), at::zeros({}, opts));
+}
+
+/// The gradient of src_row(W): row `src` of the edge's slice (`etype` defined: W is sliced per
+/// relation, `rows` rows a slice) or of the one table of a zero weight of `shape` receives the
+/// edge's gradient row (`grad`, E rows of k elements). index_add_ in the internal edge order:
+/// deterministic on the CPU; on CUDA it adds with atomics, so float sums may differ in the last
+/// bits from run to run.
+inline at::Tensor srcRowGrad(const at::Tensor &grad, const at::Tensor &src, const at::Tensor &etype,
+                             std::int64_t rows, std::int64_t k, at::IntArrayRef shape) {
+  at::Tensor index = src.to(at::kLong);
+  if (etype.defined())
+    index = etype.to(at::kLong) * rows + index;
+  at::Tensor dw = at::zeros(shape, grad.options());
+  dw.view({-1, k}).index_add_(0, index, grad.reshape({src.size(0), k}));
+  return dw;
+}
+
+/// One layer of a library: its operator namespace, and the functions that define its operators
+/// and implement them (emitted beside its glue).
+struct LayerRegistration {
+  const char *ns;
+  void (*define)(torch::Library &);
+  void (*implement)(torch::Library &);
+};
+
+/// Registers the operators of every layer of a library, as one static object of its model.cpp:
+/// the CPU implementations, and the CUDA ones where the library has CUDA kernels and was built
+/// with them. A namespace that is already registered (the same layer loaded twice) is skipped
+/// whole; hector.load and hector::loadLibrary report it. The libraries are released in reverse
+/// order when the object is destroyed (at unload).
+class LibraryRegistration {
+public:
+  LibraryRegistration(std::initializer_list<LayerRegistration> layers, bool cudaKernels) {
+    for (const LayerRegistration &layer : layers)
+      add(layer, cudaKernels);
+  }
+  ~LibraryRegistration() {
+    while (!libraries.empty())
+      libraries.pop_back();
+  }
+  LibraryRegistration(const LibraryRegistration &) = delete;
+  LibraryRegistration &operator=(const LibraryRegistration &) = delete;
+
+private:
+  std::vector<std::unique_ptr<torch::Library>> libraries;
+
+  void add(const LayerRegistration &registration, bool cudaKernels) {
+    std::vector<std::unique_ptr<torch::Library>> layer;
+    try {
+      layer.push_back(std::make_unique<torch::Library>(torch::Library::DEF, registration.ns,
+                                                       std::nullopt, __FILE__, __LINE__));
+      registration.define(*layer.back());
+      layer.push_back(std::make_unique<torch::Library>(torch::Library::IMPL, registration.ns,
+                                                       c10::DispatchKey::CPU, __FILE__, __LINE__));
+      registration.implement(*layer.back());
+#ifdef HECTOR_WITH_CUDA
+      if (cudaKernels) {
+        layer.push_back(std::make_unique<torch::Library>(
+            torch::Library::IMPL, registration.ns, c10::DispatchKey::CUDA, __FILE__, __LINE__));
+        registration.implement(*layer.back());
+      }
+#else
+      (void)cudaKernels;
+#endif
+    } catch (const std::exception &) {
+      while (!layer.empty())
+        layer.pop_back();
+      return;
+    }
+    for (auto &library : layer)
+      libraries.push_back(std::move(library));
+  }
+};
 
 } // namespace emit
 } // namespace hector

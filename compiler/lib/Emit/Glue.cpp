@@ -461,7 +461,7 @@ void printGlue(LayerPlan &plan, bool cuda, llvm::raw_ostream &os) {
   printForward(plan, op, cuda, os);
   os << "} // namespace " << op << "\n\n";
 
-  // Registered by the library's HectorRegistration (printRegistration).
+  // Registered by the library's hector::emit::LibraryRegistration (printRegistration).
   os << "namespace " << op << " {\n"
      << "void define(torch::Library &m) {\n"
      << "  m.def(\"manifest() -> str\", &manifest);\n"
@@ -473,38 +473,11 @@ void printGlue(LayerPlan &plan, bool cuda, llvm::raw_ostream &os) {
 
 void printRegistration(const std::vector<LayerPlan> &plans, bool cuda, llvm::raw_ostream &os) {
   os << "namespace {\n"
-     << "struct HectorRegistration {\n"
-     << "  std::vector<std::unique_ptr<torch::Library>> libraries;\n"
-     << "  HectorRegistration() {\n";
+     << "const ::hector::emit::LibraryRegistration registration({\n";
   for (const LayerPlan &plan : plans)
-    os << "    add(" << cppQuoted("hector_" + plan.id) << ", &hector_" << plan.id
-       << "::define, &hector_" << plan.id << "::implement);\n";
-  os << "  }\n"
-     << "  ~HectorRegistration() {\n"
-     << "    while (!libraries.empty())\n      libraries.pop_back();\n  }\n"
-     << "  void add(const char *ns, void (*define)(torch::Library &),\n"
-     << "           void (*implement)(torch::Library &)) {\n"
-     << "    std::vector<std::unique_ptr<torch::Library>> layer;\n"
-     << "    try {\n"
-     << "      layer.push_back(std::make_unique<torch::Library>(torch::Library::DEF, ns, "
-        "std::nullopt, __FILE__, __LINE__));\n"
-     << "      define(*layer.back());\n"
-     << "      layer.push_back(std::make_unique<torch::Library>(torch::Library::IMPL, ns, "
-        "c10::DispatchKey::CPU, __FILE__, __LINE__));\n"
-     << "      implement(*layer.back());\n";
-  if (cuda)
-    os << "#ifdef HECTOR_WITH_CUDA\n"
-       << "      layer.push_back(std::make_unique<torch::Library>(torch::Library::IMPL, ns, "
-          "c10::DispatchKey::CUDA, __FILE__, __LINE__));\n"
-       << "      implement(*layer.back());\n"
-       << "#endif\n";
-  os << "    } catch (const std::exception &) {\n"
-     << "      // Already registered: hector.load / hector::loadLibrary report the namespace.\n"
-     << "      while (!layer.empty())\n        layer.pop_back();\n"
-     << "      return;\n    }\n"
-     << "    for (auto &library : layer)\n      libraries.push_back(std::move(library));\n"
-     << "  }\n};\n"
-     << "const HectorRegistration registration;\n"
+    os << "    {" << cppQuoted("hector_" + plan.id) << ", &hector_" << plan.id
+       << "::define, &hector_" << plan.id << "::implement},\n";
+  os << "}, /*cudaKernels=*/" << (cuda ? "true" : "false") << ");\n"
      << "} // namespace\n\n"
      << "/// The operator namespaces this library registers, comma-separated.\n"
      << "extern \"C\" __attribute__((visibility(\"default\"))) const char *"

@@ -92,45 +92,22 @@ private:
   /// The elements of a row (or slice) of `v`.
   static int64_t size(Value v) { return numElements(dimsOf(v.getType())); }
 
-  /// aggregate_grad max: the gradient routed to the first maximal edge of each node.
+  /// aggregate_grad max: the gradient routed to the first maximal edge of each node
+  /// (hector::emit::maxAggregateGrad).
   void printMaxAggregateGrad(AggregateGradOp grad) {
-    // The gradient of y = aggregate max x by END: per node n and element c, grad[n][c] goes to
-    // the edge of n with the smallest internal position whose x equals the maximum; every
-    // other edge gets 0. Max and min reductions do not depend on the order of their operands,
-    // so this is deterministic on every device.
-    std::string nodeOf = grad.getBy() == EdgeEnd::Dst ? "graph.sortedDst().to(at::kLong)"
-                                                      : "graph.sortedSrc().to(at::kLong)";
-    int64_t width = size(grad.getInput());
-    os << "    const std::int64_t E = graph.numEdges(), N = graph.numNodes(), k = " << width
-       << ";\n"
-       << "    const at::Tensor node = " << nodeOf << ".unsqueeze(1).expand({E, k});\n"
-       << "    const at::Tensor x = " << in(1) << ".reshape({E, k});\n"
-       << "    const at::Tensor g = " << in(0) << ".reshape({N, k});\n"
-       << "    const at::Tensor mx = at::full({N, k}, -std::numeric_limits<double>::infinity(), "
-          "opts).scatter_reduce(0, node, x, \"amax\", /*include_self=*/true);\n"
-       << "    const at::Tensor eid = at::arange(E, longOpts).unsqueeze(1).expand({E, k});\n"
-       << "    const at::Tensor candidate = at::where(x == mx.gather(0, node), eid, "
-          "at::full({}, E, longOpts));\n"
-       << "    const at::Tensor first = at::full({N, k}, E, longOpts).scatter_reduce(0, node, "
-          "candidate, \"amin\", /*include_self=*/true);\n"
-       << "    return at::where(first.gather(0, node) == eid, g.gather(0, node), "
-          "at::zeros({}, opts)).reshape("
-       << shape << ").contiguous();\n";
+    os << "    return ::hector::emit::maxAggregateGrad(" << in(0) << ", " << in(1) << ", "
+       << (grad.getBy() == EdgeEnd::Dst ? "graph.sortedDst()" : "graph.sortedSrc()")
+       << ", graph.numNodes(), " << size(grad.getInput()) << ").reshape(" << shape
+       << ").contiguous();\n";
   }
 
-  /// src_row_grad: row `src` of the edge's slice (of the one table) of a zero weight receives
-  /// the edge's gradient row. index_add_ in the internal edge order: deterministic on the CPU;
-  /// on CUDA it adds with atomics, so float sums may differ in the last bits from run to run.
+  /// src_row_grad: the weight gradient of src_row (hector::emit::srcRowGrad).
   void printSrcRowGrad(SrcRowGradOp grad) {
     WeightType weight = grad.getResult().getType();
-    os << "    const std::int64_t E = graph.numEdges(), rows = " << weight.getDims().front()
-       << ", k = " << size(grad.getGrad()) << ";\n"
-       << "    at::Tensor index = graph.sortedSrc().to(at::kLong);\n";
-    if (weight.getSlicing() == Slicing::Relation)
-      os << "    index = graph.sortedEtype().to(at::kLong) * rows + index;\n";
-    os << "    at::Tensor dw = at::zeros(" << shape << ", opts);\n"
-       << "    dw.view({-1, k}).index_add_(0, index, " << in(0) << ".reshape({E, k}));\n"
-       << "    return dw;\n";
+    os << "    return ::hector::emit::srcRowGrad(" << in(0) << ", graph.sortedSrc(), "
+       << (weight.getSlicing() == Slicing::Relation ? "graph.sortedEtype()" : "at::Tensor()")
+       << ", " << weight.getDims().front() << ", " << size(grad.getGrad()) << ", " << shape
+       << ");\n";
   }
 
   /// A gemm over relation, node-type or unsliced rows.
