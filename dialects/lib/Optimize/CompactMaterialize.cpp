@@ -149,8 +149,7 @@ struct CompactValue : public SitePattern {
             gather->isBeforeInBlock(&*rewriter.getInsertionPoint()))
           result = gather;
       if (!result)
-        result = rewriter.create<UniqueGatherOp>(
-            def->getLoc(), inSpace(value.getType(), uniqueSpace()), side, node);
+        result = rewriter.create<UniqueGatherOp>(def->getLoc(), side, node);
     } else if (auto expand = dyn_cast<UniqueExpandOp>(def)) {
       result = expand.getInput();
     } else {
@@ -172,7 +171,7 @@ struct CompactValue : public SitePattern {
     llvm::DenseMap<Value, Value> mapped;
     Value value = op->getResult(0);
     Value pairs = compacted(value, rewriter, mapped);
-    Value expanded = rewriter.create<UniqueExpandOp>(op->getLoc(), value.getType(), pairs);
+    Value expanded = rewriter.create<UniqueExpandOp>(op->getLoc(), pairs);
     rewriter.replaceAllUsesWith(value, expanded);
     std::string text;
     llvm::raw_string_ostream os(text);
