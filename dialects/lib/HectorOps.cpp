@@ -107,6 +107,14 @@ static LogicalResult checkSameShape(Operation *op, StringRef operand, RowShape a
                            << of << " shape " << formatShape(expected);
 }
 
+/// Fails with the error `'OP' op MESSAGE...` at `location` when there is one: a result type
+/// rule of `OpT` whose operands do not fit.
+template <typename OpT, typename... Args>
+static LogicalResult inferError(std::optional<Location> location, Args &&...message) {
+  return emitOptionalError(location, "'", OpT::getOperationName(), "' op ",
+                           std::forward<Args>(message)...);
+}
+
 LogicalResult hector::inferElementwiseBinary(StringRef opName, std::optional<Location> location,
                                              Value lhs, Value rhs,
                                              SmallVectorImpl<Type> &inferred) {
@@ -242,45 +250,69 @@ LogicalResult OutputOp::verify() {
 // Graph access, slicing and compaction
 //===----------------------------------------------------------------------===//
 
-/// Verifies an op reading node rows per edge end: input `node`, result `space`, same shape.
-static LogicalResult verifyEndGather(Operation *op, ValueType input, ValueType result,
-                                     Space space) {
-  if (input.getSpace() != Space::Node)
-    return op->emitOpError() << "input must be indexed by nodes (node), got "
-                             << stringifySpace(input.getSpace());
-  return checkResultType(op, input.withSpace(space), result);
+/// The result type of `OpT`, which reads node rows per edge end or per unique pair: the
+/// input's rows in `space`. Fails unless the input is node-indexed.
+template <typename OpT>
+static LogicalResult inferEndGather(std::optional<Location> location, Value input, Space space,
+                                    SmallVectorImpl<Type> &inferred) {
+  auto type = dyn_cast<ValueType>(input.getType());
+  if (!type) // reported by the operand type constraints
+    return failure();
+  if (type.getSpace() != Space::Node)
+    return inferError<OpT>(location, "input must be indexed by nodes (node), got ",
+                           stringifySpace(type.getSpace()));
+  inferred.push_back(type.withSpace(space));
+  return success();
 }
 
-LogicalResult SrcOp::verify() {
-  return verifyEndGather(*this, getInput().getType(), getResult().getType(), Space::Src);
+/// The node rows read on every edge through its source: `src` rows.
+LogicalResult SrcOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+                                      Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
+  return inferEndGather<SrcOp>(location, adaptor.getInput(), Space::Src, inferred);
 }
 
-LogicalResult DstOp::verify() {
-  return verifyEndGather(*this, getInput().getType(), getResult().getType(), Space::Dst);
+/// The node rows read on every edge through its destination: `dst` rows.
+LogicalResult DstOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+                                      Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
+  return inferEndGather<DstOp>(location, adaptor.getInput(), Space::Dst, inferred);
 }
 
-LogicalResult SliceOp::verify() {
-  WeightType weight = getInput().getType();
-  ValueType result = getResult().getType();
-  Space expected = sliceSpace(weight.getSlicing());
-  if (result.getSpace() != expected)
-    return emitOpError() << "result space must be " << stringifySpace(expected) << " for a "
-                         << stringifySlicing(weight.getSlicing()) << "-sliced weight, got "
-                         << stringifySpace(result.getSpace());
-  return checkSameShape(*this, "result", result.getShape(), weight.getShape(), "weight");
+/// The node rows gathered into the unique pairs of the side: `unique_src` or `unique_dst` rows.
+LogicalResult UniqueGatherOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+                                               Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
+  Space space = adaptor.getSide() == EdgeEnd::Src ? Space::UniqueSrc : Space::UniqueDst;
+  return inferEndGather<UniqueGatherOp>(location, adaptor.getInput(), space, inferred);
 }
 
-LogicalResult UniqueGatherOp::verify() {
-  Space space = getSide() == EdgeEnd::Src ? Space::UniqueSrc : Space::UniqueDst;
-  return verifyEndGather(*this, getInput().getType(), getResult().getType(), space);
+/// The weight read as a value: its slicing's space (sliceSpace), its shape. Fails when the
+/// shape has a head dimension after the first (a value's head dimension is its first).
+LogicalResult SliceOp::inferReturnTypes(MLIRContext *context, std::optional<Location> location,
+                                        Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
+  auto weight = dyn_cast<WeightType>(adaptor.getInput().getType());
+  if (!weight) // reported by the operand type constraints
+    return failure();
+  RowShape shape = weight.getShape();
+  if (shape.headAxis > 0)
+    return inferError<SliceOp>(location,
+                               "a weight read as a value needs its head dimension first, got ",
+                               formatShape(shape));
+  inferred.push_back(ValueType::get(context, sliceSpace(weight.getSlicing()), shape));
+  return success();
 }
 
-LogicalResult UniqueExpandOp::verify() {
-  ValueType input = getInput().getType();
+/// The unique pairs' rows read on every edge: the input's rows as `edge` rows. Fails unless the
+/// input is indexed by unique pairs.
+LogicalResult UniqueExpandOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+                                               Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
+  auto input = dyn_cast<ValueType>(adaptor.getInput().getType());
+  if (!input) // reported by the operand type constraints
+    return failure();
   if (input.getSpace() != Space::UniqueSrc && input.getSpace() != Space::UniqueDst)
-    return emitOpError() << "input must be indexed by unique pairs (unique_src, unique_dst), got "
-                         << stringifySpace(input.getSpace());
-  return checkResultType(*this, input.withSpace(Space::Edge), getResult().getType());
+    return inferError<UniqueExpandOp>(
+        location, "input must be indexed by unique pairs (unique_src, unique_dst), got ",
+        stringifySpace(input.getSpace()));
+  inferred.push_back(input.withSpace(Space::Edge));
+  return success();
 }
 
 /// The shape of one row of a table of rows `table` (its first dimension the rows): the rest of
@@ -319,9 +351,6 @@ LogicalResult hector::inferSrcRow(std::optional<Location> location, Value table,
   inferred.push_back(ValueType::get(table.getContext(), *result, row->view()));
   return success();
 }
-
-// The result type is inferred (inferSrcRow); the interface checks the declared one against it.
-LogicalResult SrcRowOp::verify() { return success(); }
 
 LogicalResult SrcRowGradOp::verify() {
   WeightType result = getResult().getType();
@@ -381,41 +410,25 @@ LogicalResult hector::inferWeightMatmul(std::optional<Location> location,
   return success();
 }
 
-/// The slicing of a weight product of `lhs` and `rhs` (HectorTypes.h's productSlicing), with
-/// the error on `op`.
-static FailureOr<Slicing> productSlicing(Operation *op, WeightType lhs, WeightType rhs) {
-  if (std::optional<Slicing> slicing = hector::productSlicing(lhs.getSlicing(), rhs.getSlicing()))
-    return *slicing;
-  return op->emitOpError() << "operands must not be sliced differently, got lhs "
-                           << stringifySlicing(lhs.getSlicing()) << " and rhs "
-                           << stringifySlicing(rhs.getSlicing());
+/// The type of `hector.weight_dot` of `lhs` and `rhs`, with errors on `op`.
+static FailureOr<WeightType> checkedWeightDotType(Operation *op, WeightType lhs, WeightType rhs) {
+  std::string why;
+  return orError(op, hector::weightDotType(lhs, rhs, &why), why);
 }
 
-/// The type of `hector.weight_dot` of `lhs` and `rhs`, or failure (diagnosed on `op`).
-static FailureOr<WeightType> weightDotType(Operation *op, WeightType lhs, WeightType rhs) {
-  FailureOr<Slicing> slicing = productSlicing(op, lhs, rhs);
-  if (failed(slicing))
+/// HectorTypes.h's weightDotType of the operands.
+LogicalResult WeightDotOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+                                            Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
+  auto lhs = dyn_cast<WeightType>(adaptor.getLhs().getType());
+  auto rhs = dyn_cast<WeightType>(adaptor.getRhs().getType());
+  if (!lhs || !rhs) // reported by the operand type constraints
     return failure();
-  RowShape a = lhs.getShape(), b = rhs.getShape();
-  if (b.rank() < 1)
-    return op->emitOpError("rhs needs at least one dimension to contract");
-  if (b.isHead(b.rank() - 1))
-    return op->emitOpError() << "cannot contract a head dimension, got rhs " << formatShape(b);
-  int64_t prefix = a.rank() - b.rank();
-  bool suffix = prefix >= 0 && a.dims.drop_front(prefix) == b.dims &&
-                (b.hasHeads() ? a.headAxis == prefix + b.headAxis : a.headAxis < prefix);
-  if (!suffix)
-    return op->emitOpError() << "rhs shape " << formatShape(b)
-                             << " must be a suffix of the lhs shape " << formatShape(a);
-  RowShape shape{a.dims.drop_back(), a.headAxis};
-  return WeightType::get(op->getContext(), *slicing, shape);
-}
-
-LogicalResult WeightDotOp::verify() {
-  FailureOr<WeightType> expected = weightDotType(*this, getLhs().getType(), getRhs().getType());
-  if (failed(expected))
-    return failure();
-  return checkResultType(*this, *expected, getResult().getType());
+  std::string why;
+  std::optional<WeightType> type = weightDotType(lhs, rhs, &why);
+  if (!type)
+    return inferError<WeightDotOp>(location, why);
+  inferred.push_back(*type);
+  return success();
 }
 
 LogicalResult WeightGradOp::verify() {
@@ -479,53 +492,76 @@ static LogicalResult checkEdgeIndexed(Operation *op, ValueType input) {
                            << stringifySpace(input.getSpace());
 }
 
-LogicalResult AggregateOp::verify() {
-  ValueType input = getInput().getType();
-  if (failed(checkEdgeIndexed(*this, input)))
+/// The result type of `OpT`, which reduces or normalises edge rows: the input's rows in
+/// `space`. Fails unless the input is edge-indexed.
+template <typename OpT>
+static LogicalResult inferFromEdgeRows(std::optional<Location> location, Value input, Space space,
+                                       SmallVectorImpl<Type> &inferred) {
+  auto type = dyn_cast<ValueType>(input.getType());
+  if (!type) // reported by the operand type constraints
     return failure();
-  return checkResultType(*this, input.withSpace(Space::Node), getResult().getType());
+  if (!isEdgeIndexed(type.getSpace()))
+    return inferError<OpT>(location,
+                           "input must be indexed by edges (src, dst, edge, unique_*), got ",
+                           stringifySpace(type.getSpace()));
+  inferred.push_back(type.withSpace(space));
+  return success();
 }
 
-LogicalResult SoftmaxOp::verify() {
-  ValueType input = getInput().getType();
-  if (failed(checkEdgeIndexed(*this, input)))
-    return failure();
-  return checkResultType(*this, input.withSpace(Space::Edge), getResult().getType());
+/// The edge rows reduced into their nodes: `node` rows of the input's shape.
+LogicalResult AggregateOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+                                            Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
+  return inferFromEdgeRows<AggregateOp>(location, adaptor.getInput(), Space::Node, inferred);
 }
 
-LogicalResult ConcatOp::verify() {
-  if (getInputs().size() < 2)
-    return emitOpError() << "needs at least two inputs, got " << getInputs().size();
-  auto first = cast<ValueType>(getInputs().front().getType());
+/// The edge rows normalised per destination: `edge` rows of the input's shape.
+LogicalResult SoftmaxOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+                                          Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
+  return inferFromEdgeRows<SoftmaxOp>(location, adaptor.getInput(), Space::Edge, inferred);
+}
+
+/// The join of the inputs' spaces, their common shape with the sum of their last dimensions.
+/// Fails for fewer than two inputs, spaces that do not join, or shapes that differ elsewhere
+/// than in a last dimension that is not the head dimension.
+LogicalResult ConcatOp::inferReturnTypes(MLIRContext *context, std::optional<Location> location,
+                                         Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
+  ValueRange inputs = adaptor.getInputs();
+  if (inputs.size() < 2)
+    return inferError<ConcatOp>(location, "needs at least two inputs, got ", inputs.size());
+  auto first = dyn_cast<ValueType>(inputs.front().getType());
+  if (!first) // reported by the operand type constraints
+    return failure();
   Space space = first.getSpace();
   RowShape firstShape = first.getShape();
   int64_t lastDim = 0;
-  for (auto [i, value] : llvm::enumerate(getInputs())) {
-    auto type = cast<ValueType>(value.getType());
+  for (auto [i, value] : llvm::enumerate(inputs)) {
+    auto type = dyn_cast<ValueType>(value.getType());
+    if (!type) // reported by the operand type constraints
+      return failure();
     RowShape shape = type.getShape();
     std::optional<Space> joined = joinSpaces(space, type.getSpace());
     if (!joined)
-      return emitOpError() << "input #" << i << " in " << stringifySpace(type.getSpace())
-                           << " is incompatible with the index space " << stringifySpace(space)
-                           << " of the inputs before it";
+      return inferError<ConcatOp>(location, "input #", i, " in ", stringifySpace(type.getSpace()),
+                                  " is incompatible with the index space ", stringifySpace(space),
+                                  " of the inputs before it");
     space = *joined;
     if (shape.rank() < 1)
-      return emitOpError() << "input #" << i << " needs at least one dimension";
+      return inferError<ConcatOp>(location, "input #", i, " needs at least one dimension");
     if (shape.isHead(shape.rank() - 1))
-      return emitOpError() << "input #" << i
-                           << " cannot be concatenated along its head dimension, got "
-                           << formatShape(shape);
+      return inferError<ConcatOp>(location, "input #", i,
+                                  " cannot be concatenated along its head dimension, got ",
+                                  formatShape(shape));
     if (shape.rank() != firstShape.rank() || shape.headAxis != firstShape.headAxis ||
         shape.dims.drop_back() != firstShape.dims.drop_back())
-      return emitOpError() << "input #" << i << " shape " << formatShape(shape)
-                           << " must match input #0 shape " << formatShape(firstShape)
-                           << " in all but the last dimension";
+      return inferError<ConcatOp>(location, "input #", i, " shape ", formatShape(shape),
+                                  " must match input #0 shape ", formatShape(firstShape),
+                                  " in all but the last dimension");
     lastDim += shape.dims.back();
   }
   OwnedShape shape(firstShape);
   shape.dims.back() = lastDim;
-  return checkResultType(*this, ValueType::get(getContext(), space, shape.view()),
-                         getResult().getType());
+  inferred.push_back(ValueType::get(context, space, shape.view()));
+  return success();
 }
 
 LogicalResult SplitHeadsOp::verify() {
@@ -544,14 +580,18 @@ LogicalResult SplitHeadsOp::verify() {
   return success();
 }
 
-LogicalResult MergeHeadsOp::verify() {
-  ValueType input = getInput().getType();
+/// `[Hh, d]` rows as `[H*d]` rows of the same space. Fails unless the input row is `[Hh, d]`.
+LogicalResult MergeHeadsOp::inferReturnTypes(MLIRContext *context, std::optional<Location> location,
+                                             Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
+  auto input = dyn_cast<ValueType>(adaptor.getInput().getType());
+  if (!input) // reported by the operand type constraints
+    return failure();
   RowShape in = input.getShape();
   if (in.rank() != 2 || !in.isHead(0))
-    return emitOpError() << "input row must be [Hh, d], got " << formatShape(in);
+    return inferError<MergeHeadsOp>(location, "input row must be [Hh, d], got ", formatShape(in));
   int64_t merged[] = {in.dims[0] * in.dims[1]};
-  return checkResultType(*this, ValueType::get(getContext(), input.getSpace(), merged, -1),
-                         getResult().getType());
+  inferred.push_back(ValueType::get(context, input.getSpace(), merged, -1));
+  return success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -626,32 +666,51 @@ bool ReduceOp::isPairSum() {
          result.getShape() == getInput().getType().getShape();
 }
 
-LogicalResult AggregateGradOp::verify() {
-  ValueType grad = getGrad().getType();
+/// The gradient's node rows in the space of the aggregated rows they flow back to: `src`/`dst`
+/// rows (the aggregation's end) for a mean, `edge` rows for a max. Fails for a gradient that is
+/// not node-indexed and for a sum (whose gradient is hector.src/hector.dst).
+LogicalResult AggregateGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+                                                Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
+  auto grad = dyn_cast<ValueType>(adaptor.getGrad().getType());
+  if (!grad) // reported by the operand type constraints
+    return failure();
   if (grad.getSpace() != Space::Node)
-    return emitOpError() << "grad must be indexed by nodes (node), got "
-                         << stringifySpace(grad.getSpace());
-  Space space;
-  switch (getKind()) {
+    return inferError<AggregateGradOp>(location, "grad must be indexed by nodes (node), got ",
+                                       stringifySpace(grad.getSpace()));
+  Space space = Space::Edge;
+  switch (adaptor.getKind()) {
   case AggregateKind::Sum:
-    return emitOpError("the gradient of a sum is hector.src or hector.dst of the gradient");
+    return inferError<AggregateGradOp>(
+        location, "the gradient of a sum is hector.src or hector.dst of the gradient");
+  case AggregateKind::Mean:
+    space = adaptor.getBy() == EdgeEnd::Src ? Space::Src : Space::Dst;
+    break;
+  case AggregateKind::Max:
+    break;
+  }
+  inferred.push_back(grad.withSpace(space));
+  return success();
+}
+
+// The result type is inferred; the verifier checks the operand `input` against the kind.
+LogicalResult AggregateGradOp::verify() {
+  switch (getKind()) {
+  case AggregateKind::Sum: // no result type: reported by the inference
+    return success();
   case AggregateKind::Mean:
     if (getInput())
       return emitOpError("the gradient of a mean takes no input");
-    space = getBy() == EdgeEnd::Src ? Space::Src : Space::Dst;
-    break;
+    return success();
   case AggregateKind::Max: {
     if (!getInput())
       return emitOpError("the gradient of a max needs the aggregated input");
     auto input = cast<ValueType>(getInput().getType());
-    if (failed(checkEdgeIndexed(*this, input)) ||
-        failed(checkSameShape(*this, "input", input.getShape(), grad.getShape(), "grad")))
+    if (failed(checkEdgeIndexed(*this, input)))
       return failure();
-    space = Space::Edge;
-    break;
+    return checkSameShape(*this, "input", input.getShape(), getGrad().getType().getShape(), "grad");
   }
   }
-  return checkResultType(*this, grad.withSpace(space), getResult().getType());
+  llvm_unreachable("unknown aggregate kind");
 }
 
 LogicalResult NarrowOp::verify() {
@@ -684,8 +743,8 @@ LogicalResult WeightMatmulGradOp::verify() {
 LogicalResult WeightDotGradOp::verify() {
   // The forward product of the result and `other`, in operand order, must have grad's type.
   WeightType result = getResult().getType(), other = getOther().getType();
-  FailureOr<WeightType> product =
-      getRhs() ? weightDotType(*this, other, result) : weightDotType(*this, result, other);
+  FailureOr<WeightType> product = getRhs() ? checkedWeightDotType(*this, other, result)
+                                           : checkedWeightDotType(*this, result, other);
   if (failed(product))
     return failure();
   return checkResultType(*this, *product, getGrad().getType(), "grad");

@@ -192,6 +192,34 @@ std::optional<WeightType> hector::weightMatmulType(WeightType lhs, WeightType rh
   return WeightType::get(lhs.getContext(), *slicing, shape.view());
 }
 
+std::optional<WeightType> hector::weightDotType(WeightType lhs, WeightType rhs, std::string *why) {
+  std::optional<Slicing> slicing = productSlicing(lhs.getSlicing(), rhs.getSlicing());
+  if (!slicing) {
+    Why(why).os << "operands must not be sliced differently, got lhs "
+                << stringifySlicing(lhs.getSlicing()) << " and rhs "
+                << stringifySlicing(rhs.getSlicing());
+    return std::nullopt;
+  }
+  RowShape a = lhs.getShape(), b = rhs.getShape();
+  if (b.rank() < 1) {
+    Why(why).os << "rhs needs at least one dimension to contract";
+    return std::nullopt;
+  }
+  if (b.isHead(b.rank() - 1)) {
+    Why(why).os << "cannot contract a head dimension, got rhs " << formatShape(b);
+    return std::nullopt;
+  }
+  int64_t prefix = a.rank() - b.rank();
+  bool suffix = prefix >= 0 && a.dims.drop_front(prefix) == b.dims &&
+                (b.hasHeads() ? a.headAxis == prefix + b.headAxis : a.headAxis < prefix);
+  if (!suffix) {
+    Why(why).os << "rhs shape " << formatShape(b) << " must be a suffix of the lhs shape "
+                << formatShape(a);
+    return std::nullopt;
+  }
+  return WeightType::get(lhs.getContext(), *slicing, a.dims.drop_back(), a.headAxis);
+}
+
 //===----------------------------------------------------------------------===//
 // Type syntax: `<KEYWORD, [d, d, ...]>` where one d may carry the head suffix `h`.
 //===----------------------------------------------------------------------===//

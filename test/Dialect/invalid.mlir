@@ -104,7 +104,8 @@ hector.layer @l {
 
 hector.layer @l {
   %x = hector.input "x" : !hector.value<edge, [4]>
-  // expected-error @+1 {{'hector.src' op input must be indexed by nodes (node), got edge}}
+  // expected-error @+2 {{'hector.src' op input must be indexed by nodes (node), got edge}}
+  // expected-error @+1 {{'hector.src' op failed to infer returned types}}
   %0 = hector.src %x : !hector.value<edge, [4]> -> !hector.value<src, [4]>
 }
 
@@ -112,7 +113,17 @@ hector.layer @l {
 
 hector.layer @l {
   %x = hector.input "x" : !hector.value<node, [4]>
-  // expected-error @+1 {{'hector.dst' op result type must be '!hector.value<dst, [4]>', got '!hector.value<src, [4]>'}}
+  // expected-error @+2 {{'hector.src' op inferred type(s) '!hector.value<src, [4]>' are incompatible with return type(s) of operation '!hector.value<src, [8]>'}}
+  // expected-error @+1 {{'hector.src' op failed to infer returned types}}
+  %0 = hector.src %x : !hector.value<node, [4]> -> !hector.value<src, [8]>
+}
+
+// -----
+
+hector.layer @l {
+  %x = hector.input "x" : !hector.value<node, [4]>
+  // expected-error @+2 {{'hector.dst' op inferred type(s) '!hector.value<dst, [4]>' are incompatible with return type(s) of operation '!hector.value<src, [4]>'}}
+  // expected-error @+1 {{'hector.dst' op failed to infer returned types}}
   %0 = hector.dst %x : !hector.value<node, [4]> -> !hector.value<src, [4]>
 }
 
@@ -120,7 +131,8 @@ hector.layer @l {
 
 hector.layer @l {
   %W = hector.weight "W" glorot : !hector.weight<relation, [4]>
-  // expected-error @+1 {{'hector.slice' op result space must be relation for a relation-sliced weight, got edge}}
+  // expected-error @+2 {{'hector.slice' op inferred type(s) '!hector.value<relation, [4]>' are incompatible with return type(s) of operation '!hector.value<edge, [4]>'}}
+  // expected-error @+1 {{'hector.slice' op failed to infer returned types}}
   %0 = hector.slice %W : !hector.weight<relation, [4]> -> !hector.value<edge, [4]>
 }
 
@@ -128,15 +140,26 @@ hector.layer @l {
 
 hector.layer @l {
   %W = hector.weight "W" glorot : !hector.weight<none, [4, 2h]>
-  // expected-error @+1 {{'hector.slice' op result shape [4, 2] must equal the weight shape [4, 2h]}}
+  // expected-error @+2 {{'hector.slice' op a weight read as a value needs its head dimension first, got [4, 2h]}}
+  // expected-error @+1 {{'hector.slice' op failed to infer returned types}}
   %0 = hector.slice %W : !hector.weight<none, [4, 2h]> -> !hector.value<none, [4, 2]>
 }
 
 // -----
 
 hector.layer @l {
+  %W = hector.weight "W" glorot : !hector.weight<ntype, [4h, 2]>
+  // expected-error @+2 {{'hector.slice' op inferred type(s) '!hector.value<ntype, [4h, 2]>' are incompatible with return type(s) of operation '!hector.value<ntype, [4, 2]>'}}
+  // expected-error @+1 {{'hector.slice' op failed to infer returned types}}
+  %0 = hector.slice %W : !hector.weight<ntype, [4h, 2]> -> !hector.value<ntype, [4, 2]>
+}
+
+// -----
+
+hector.layer @l {
   %x = hector.input "x" : !hector.value<node, [4]>
-  // expected-error @+1 {{'hector.unique_gather' op result type must be '!hector.value<unique_dst, [4]>'}}
+  // expected-error @+2 {{'hector.unique_gather' op inferred type(s) '!hector.value<unique_dst, [4]>' are incompatible with return type(s) of operation '!hector.value<unique_src, [4]>'}}
+  // expected-error @+1 {{'hector.unique_gather' op failed to infer returned types}}
   %0 = hector.unique_gather dst %x : !hector.value<node, [4]> -> !hector.value<unique_src, [4]>
 }
 
@@ -144,8 +167,18 @@ hector.layer @l {
 
 hector.layer @l {
   %x = hector.input "x" : !hector.value<edge, [4]>
-  // expected-error @+1 {{'hector.unique_expand' op input must be indexed by unique pairs (unique_src, unique_dst), got edge}}
+  // expected-error @+2 {{'hector.unique_expand' op input must be indexed by unique pairs (unique_src, unique_dst), got edge}}
+  // expected-error @+1 {{'hector.unique_expand' op failed to infer returned types}}
   %0 = hector.unique_expand %x : !hector.value<edge, [4]> -> !hector.value<edge, [4]>
+}
+
+// -----
+
+hector.layer @l {
+  %x = hector.input "x" : !hector.value<unique_src, [4]>
+  // expected-error @+2 {{'hector.unique_expand' op inferred type(s) '!hector.value<edge, [4]>' are incompatible with return type(s) of operation '!hector.value<src, [4]>'}}
+  // expected-error @+1 {{'hector.unique_expand' op failed to infer returned types}}
+  %0 = hector.unique_expand %x : !hector.value<unique_src, [4]> -> !hector.value<src, [4]>
 }
 
 // -----
@@ -409,6 +442,14 @@ hector.layer @l {
 // -----
 
 hector.layer @l {
+  %a = hector.input "a" : !hector.value<edge, [4]>
+  // expected-error @+1 {{'hector.leaky_relu' op requires the same type for all operands and results}}
+  %0 = "hector.leaky_relu"(%a) {slope = 2.0e-01 : f64} : (!hector.value<edge, [4]>) -> !hector.value<node, [4]>
+}
+
+// -----
+
+hector.layer @l {
   // expected-error @+1 {{'hector.constant' op result must be a scalar !hector.value<none, []>, got '!hector.value<none, [2]>'}}
   %0 = hector.constant 1.0 : !hector.value<none, [2]>
 }
@@ -455,7 +496,8 @@ hector.layer @l {
 
 hector.layer @l {
   %a = hector.input "a" : !hector.value<node, [4]>
-  // expected-error @+1 {{'hector.aggregate' op input must be indexed by edges (src, dst, edge, unique_*), got node}}
+  // expected-error @+2 {{'hector.aggregate' op input must be indexed by edges (src, dst, edge, unique_*), got node}}
+  // expected-error @+1 {{'hector.aggregate' op failed to infer returned types}}
   %0 = hector.aggregate sum %a by dst : !hector.value<node, [4]> -> !hector.value<node, [4]>
 }
 
@@ -463,7 +505,8 @@ hector.layer @l {
 
 hector.layer @l {
   %a = hector.input "a" : !hector.value<edge, [4]>
-  // expected-error @+1 {{'hector.aggregate' op result type must be '!hector.value<node, [4]>', got '!hector.value<edge, [4]>'}}
+  // expected-error @+2 {{'hector.aggregate' op inferred type(s) '!hector.value<node, [4]>' are incompatible with return type(s) of operation '!hector.value<edge, [4]>'}}
+  // expected-error @+1 {{'hector.aggregate' op failed to infer returned types}}
   %0 = hector.aggregate max %a by src : !hector.value<edge, [4]> -> !hector.value<edge, [4]>
 }
 
@@ -471,15 +514,26 @@ hector.layer @l {
 
 hector.layer @l {
   %a = hector.input "a" : !hector.value<node, [4h]>
-  // expected-error @+1 {{'hector.softmax' op input must be indexed by edges (src, dst, edge, unique_*), got node}}
+  // expected-error @+2 {{'hector.softmax' op input must be indexed by edges (src, dst, edge, unique_*), got node}}
+  // expected-error @+1 {{'hector.softmax' op failed to infer returned types}}
   %0 = hector.softmax %a : !hector.value<node, [4h]> -> !hector.value<edge, [4h]>
 }
 
 // -----
 
 hector.layer @l {
+  %a = hector.input "a" : !hector.value<dst, [4h]>
+  // expected-error @+2 {{'hector.softmax' op inferred type(s) '!hector.value<edge, [4h]>' are incompatible with return type(s) of operation '!hector.value<dst, [4h]>'}}
+  // expected-error @+1 {{'hector.softmax' op failed to infer returned types}}
+  %0 = hector.softmax %a : !hector.value<dst, [4h]> -> !hector.value<dst, [4h]>
+}
+
+// -----
+
+hector.layer @l {
   %a = hector.input "a" : !hector.value<node, [4]>
-  // expected-error @+1 {{'hector.concat' op needs at least two inputs, got 1}}
+  // expected-error @+2 {{'hector.concat' op needs at least two inputs, got 1}}
+  // expected-error @+1 {{'hector.concat' op failed to infer returned types}}
   %0 = hector.concat %a : !hector.value<node, [4]> -> !hector.value<node, [4]>
 }
 
@@ -488,7 +542,8 @@ hector.layer @l {
 hector.layer @l {
   %a = hector.input "a" : !hector.value<node, [4]>
   %b = hector.input "b" : !hector.value<edge, [4]>
-  // expected-error @+1 {{'hector.concat' op input #1 in edge is incompatible with the index space node of the inputs before it}}
+  // expected-error @+2 {{'hector.concat' op input #1 in edge is incompatible with the index space node of the inputs before it}}
+  // expected-error @+1 {{'hector.concat' op failed to infer returned types}}
   %0 = hector.concat %a, %b : !hector.value<node, [4]>, !hector.value<edge, [4]> -> !hector.value<edge, [8]>
 }
 
@@ -496,7 +551,8 @@ hector.layer @l {
 
 hector.layer @l {
   %a = hector.input "a" : !hector.value<node, []>
-  // expected-error @+1 {{'hector.concat' op input #0 needs at least one dimension}}
+  // expected-error @+2 {{'hector.concat' op input #0 needs at least one dimension}}
+  // expected-error @+1 {{'hector.concat' op failed to infer returned types}}
   %0 = hector.concat %a, %a : !hector.value<node, []>, !hector.value<node, []> -> !hector.value<node, [2]>
 }
 
@@ -504,7 +560,8 @@ hector.layer @l {
 
 hector.layer @l {
   %a = hector.input "a" : !hector.value<node, [4h]>
-  // expected-error @+1 {{'hector.concat' op input #0 cannot be concatenated along its head dimension, got [4h]}}
+  // expected-error @+2 {{'hector.concat' op input #0 cannot be concatenated along its head dimension, got [4h]}}
+  // expected-error @+1 {{'hector.concat' op failed to infer returned types}}
   %0 = hector.concat %a, %a : !hector.value<node, [4h]>, !hector.value<node, [4h]> -> !hector.value<node, [8h]>
 }
 
@@ -513,7 +570,8 @@ hector.layer @l {
 hector.layer @l {
   %a = hector.input "a" : !hector.value<node, [4h, 2]>
   %b = hector.input "b" : !hector.value<node, [2h, 2]>
-  // expected-error @+1 {{'hector.concat' op input #1 shape [2h, 2] must match input #0 shape [4h, 2] in all but the last dimension}}
+  // expected-error @+2 {{'hector.concat' op input #1 shape [2h, 2] must match input #0 shape [4h, 2] in all but the last dimension}}
+  // expected-error @+1 {{'hector.concat' op failed to infer returned types}}
   %0 = hector.concat %a, %b : !hector.value<node, [4h, 2]>, !hector.value<node, [2h, 2]> -> !hector.value<node, [4h, 4]>
 }
 
@@ -522,7 +580,8 @@ hector.layer @l {
 hector.layer @l {
   %a = hector.input "a" : !hector.value<node, [4]>
   %b = hector.input "b" : !hector.value<node, [3]>
-  // expected-error @+1 {{'hector.concat' op result type must be '!hector.value<node, [7]>', got '!hector.value<node, [8]>'}}
+  // expected-error @+2 {{'hector.concat' op inferred type(s) '!hector.value<node, [7]>' are incompatible with return type(s) of operation '!hector.value<node, [8]>'}}
+  // expected-error @+1 {{'hector.concat' op failed to infer returned types}}
   %0 = hector.concat %a, %b : !hector.value<node, [4]>, !hector.value<node, [3]> -> !hector.value<node, [8]>
 }
 
@@ -562,7 +621,8 @@ hector.layer @l {
 
 hector.layer @l {
   %a = hector.input "a" : !hector.value<node, [8]>
-  // expected-error @+1 {{'hector.merge_heads' op input row must be [Hh, d], got [8]}}
+  // expected-error @+2 {{'hector.merge_heads' op input row must be [Hh, d], got [8]}}
+  // expected-error @+1 {{'hector.merge_heads' op failed to infer returned types}}
   %0 = hector.merge_heads %a : !hector.value<node, [8]> -> !hector.value<node, [8]>
 }
 
@@ -570,7 +630,8 @@ hector.layer @l {
 
 hector.layer @l {
   %a = hector.input "a" : !hector.value<node, [2h, 4]>
-  // expected-error @+1 {{'hector.merge_heads' op result type must be '!hector.value<node, [8]>', got '!hector.value<node, [6]>'}}
+  // expected-error @+2 {{'hector.merge_heads' op inferred type(s) '!hector.value<node, [8]>' are incompatible with return type(s) of operation '!hector.value<node, [6]>'}}
+  // expected-error @+1 {{'hector.merge_heads' op failed to infer returned types}}
   %0 = hector.merge_heads %a : !hector.value<node, [2h, 4]> -> !hector.value<node, [6]>
 }
 
@@ -863,7 +924,8 @@ hector.layer @l {
 
 hector.layer @l {
   %g = hector.input "g" : !hector.value<edge, [8]>
-  // expected-error @+1 {{'hector.aggregate_grad' op grad must be indexed by nodes (node), got edge}}
+  // expected-error @+2 {{'hector.aggregate_grad' op grad must be indexed by nodes (node), got edge}}
+  // expected-error @+1 {{'hector.aggregate_grad' op failed to infer returned types}}
   %0 = hector.aggregate_grad mean %g by dst : (!hector.value<edge, [8]>) -> !hector.value<dst, [8]>
 }
 
@@ -871,7 +933,8 @@ hector.layer @l {
 
 hector.layer @l {
   %g = hector.input "g" : !hector.value<node, [8]>
-  // expected-error @+1 {{'hector.aggregate_grad' op the gradient of a sum is hector.src or hector.dst of the gradient}}
+  // expected-error @+2 {{'hector.aggregate_grad' op the gradient of a sum is hector.src or hector.dst of the gradient}}
+  // expected-error @+1 {{'hector.aggregate_grad' op failed to infer returned types}}
   %0 = hector.aggregate_grad sum %g by dst : (!hector.value<node, [8]>) -> !hector.value<dst, [8]>
 }
 
@@ -913,7 +976,8 @@ hector.layer @l {
 
 hector.layer @l {
   %g = hector.input "g" : !hector.value<node, [8]>
-  // expected-error @+1 {{'hector.aggregate_grad' op result type must be '!hector.value<src, [8]>', got '!hector.value<dst, [8]>'}}
+  // expected-error @+2 {{'hector.aggregate_grad' op inferred type(s) '!hector.value<src, [8]>' are incompatible with return type(s) of operation '!hector.value<dst, [8]>'}}
+  // expected-error @+1 {{'hector.aggregate_grad' op failed to infer returned types}}
   %0 = hector.aggregate_grad mean %g by src : (!hector.value<node, [8]>) -> !hector.value<dst, [8]>
 }
 
@@ -992,7 +1056,8 @@ hector.layer @l {
 hector.layer @l {
   %A = hector.weight "A" glorot : !hector.weight<relation, [64, 16]>
   %B = hector.weight "B" glorot : !hector.weight<ntype, [16]>
-  // expected-error @+1 {{'hector.weight_dot' op operands must not be sliced differently, got lhs relation and rhs ntype}}
+  // expected-error @+2 {{'hector.weight_dot' op operands must not be sliced differently, got lhs relation and rhs ntype}}
+  // expected-error @+1 {{'hector.weight_dot' op failed to infer returned types}}
   %0 = hector.weight_dot %A, %B : !hector.weight<relation, [64, 16]>, !hector.weight<ntype, [16]> -> !hector.weight<relation, [64]>
 }
 
@@ -1001,7 +1066,8 @@ hector.layer @l {
 hector.layer @l {
   %A = hector.weight "A" glorot : !hector.weight<relation, [64, 16]>
   %B = hector.weight "B" glorot : !hector.weight<relation, []>
-  // expected-error @+1 {{'hector.weight_dot' op rhs needs at least one dimension to contract}}
+  // expected-error @+2 {{'hector.weight_dot' op rhs needs at least one dimension to contract}}
+  // expected-error @+1 {{'hector.weight_dot' op failed to infer returned types}}
   %0 = hector.weight_dot %A, %B : !hector.weight<relation, [64, 16]>, !hector.weight<relation, []> -> !hector.weight<relation, [64, 16]>
 }
 
@@ -1010,7 +1076,8 @@ hector.layer @l {
 hector.layer @l {
   %A = hector.weight "A" glorot : !hector.weight<relation, [64, 16, 4h]>
   %B = hector.weight "B" glorot : !hector.weight<relation, [16, 4h]>
-  // expected-error @+1 {{'hector.weight_dot' op cannot contract a head dimension, got rhs [16, 4h]}}
+  // expected-error @+2 {{'hector.weight_dot' op cannot contract a head dimension, got rhs [16, 4h]}}
+  // expected-error @+1 {{'hector.weight_dot' op failed to infer returned types}}
   %0 = hector.weight_dot %A, %B : !hector.weight<relation, [64, 16, 4h]>, !hector.weight<relation, [16, 4h]> -> !hector.weight<relation, [64, 16]>
 }
 
@@ -1019,7 +1086,8 @@ hector.layer @l {
 hector.layer @l {
   %A = hector.weight "A" glorot : !hector.weight<relation, [64, 4, 16]>
   %B = hector.weight "B" glorot : !hector.weight<relation, [4h, 16]>
-  // expected-error @+1 {{'hector.weight_dot' op rhs shape [4h, 16] must be a suffix of the lhs shape [64, 4, 16]}}
+  // expected-error @+2 {{'hector.weight_dot' op rhs shape [4h, 16] must be a suffix of the lhs shape [64, 4, 16]}}
+  // expected-error @+1 {{'hector.weight_dot' op failed to infer returned types}}
   %0 = hector.weight_dot %A, %B : !hector.weight<relation, [64, 4, 16]>, !hector.weight<relation, [4h, 16]> -> !hector.weight<relation, [64, 4]>
 }
 
@@ -1028,7 +1096,8 @@ hector.layer @l {
 hector.layer @l {
   %A = hector.weight "A" glorot : !hector.weight<relation, [64, 4h, 16]>
   %B = hector.weight "B" glorot : !hector.weight<none, [4h, 16]>
-  // expected-error @+1 {{'hector.weight_dot' op result type must be '!hector.weight<relation, [64, 4h]>', got '!hector.weight<none, [64, 4h]>'}}
+  // expected-error @+2 {{'hector.weight_dot' op inferred type(s) '!hector.weight<relation, [64, 4h]>' are incompatible with return type(s) of operation '!hector.weight<none, [64, 4h]>'}}
+  // expected-error @+1 {{'hector.weight_dot' op failed to infer returned types}}
   %0 = hector.weight_dot %A, %B : !hector.weight<relation, [64, 4h, 16]>, !hector.weight<none, [4h, 16]> -> !hector.weight<none, [64, 4h]>
 }
 

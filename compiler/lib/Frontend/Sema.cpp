@@ -146,12 +146,6 @@ std::string describeSpace(Space s) {
   }
 }
 
-Space spaceOfSlicing(Slicing s) {
-  return s == Slicing::Relation ? Space::Relation
-         : s == Slicing::NType  ? Space::NType
-                                : Space::None;
-}
-
 class Sema {
 public:
   Sema(const std::string &file, const Module &module, DiagnosticEngine &diags,
@@ -294,7 +288,8 @@ private:
       auto it = memo.find(key);
       if (it != memo.end())
         return valueOf(it->second);
-      Val s = emitValue(OpKind::Slice, {v.instr}, spaceOfSlicing(v.slicing), v.shape, loc);
+      Val s =
+          emitValue(OpKind::Slice, {v.instr}, spaces::sliceSpace<Space>(v.slicing), v.shape, loc);
       memo[key] = s.instr;
       return s;
     }

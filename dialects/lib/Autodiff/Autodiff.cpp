@@ -239,7 +239,7 @@ void BackwardBuilder::accumulate(Value value, Value grad) {
     return;
   Location loc = value.getLoc();
   if (isa<WeightType>(grad.getType()))
-    it->second = b.create<WeightAddOp>(loc, grad.getType(), it->second, grad);
+    it->second = b.create<WeightAddOp>(loc, it->second, grad);
   else
     it->second = binary<AddOp>(loc, it->second, grad);
 }
@@ -281,11 +281,11 @@ Value BackwardBuilder::reduceGrad(ReduceOp reduce, Value dy) {
     return dy;
   // Edges summed into their unique pair: every edge reads its pair's gradient.
   if (perEdge && (to == Space::UniqueSrc || to == Space::UniqueDst))
-    return b.create<UniqueExpandOp>(loc, cast<ValueType>(dy.getType()).withSpace(Space::Edge), dy);
+    return b.create<UniqueExpandOp>(loc, dy);
   // Unique pairs summed into their node: every pair reads its node's gradient.
   if (to == Space::Node && (from == Space::UniqueSrc || from == Space::UniqueDst))
-    return b.create<UniqueGatherOp>(loc, cast<ValueType>(dy.getType()).withSpace(from),
-                                    from == Space::UniqueSrc ? EdgeEnd::Src : EdgeEnd::Dst, dy);
+    return b.create<UniqueGatherOp>(loc, from == Space::UniqueSrc ? EdgeEnd::Src : EdgeEnd::Dst,
+                                    dy);
   return Value();
 }
 
@@ -309,14 +309,10 @@ bool BackwardBuilder::differentiateStructural(Operation *op, Value dy) {
   bool covered = true;
   llvm::TypeSwitch<Operation *>(op)
       .Case([&](SrcOp src) {
-        auto type = cast<ValueType>(dy.getType()).withSpace(Space::Node);
-        give(src.getInput(),
-             b.create<AggregateOp>(loc, type, AggregateKind::Sum, dy, EdgeEnd::Src));
+        give(src.getInput(), b.create<AggregateOp>(loc, AggregateKind::Sum, dy, EdgeEnd::Src));
       })
       .Case([&](DstOp dst) {
-        auto type = cast<ValueType>(dy.getType()).withSpace(Space::Node);
-        give(dst.getInput(),
-             b.create<AggregateOp>(loc, type, AggregateKind::Sum, dy, EdgeEnd::Dst));
+        give(dst.getInput(), b.create<AggregateOp>(loc, AggregateKind::Sum, dy, EdgeEnd::Dst));
       })
       .Case([&](UniqueGatherOp gather) { give(gather.getInput(), dy); })
       .Case([&](UniqueExpandOp expand) { give(expand.getInput(), dy); })
@@ -357,22 +353,19 @@ bool BackwardBuilder::differentiateStructural(Operation *op, Value dy) {
       .Case([&](AggregateOp aggregate) {
         Value x = aggregate.getInput();
         EdgeEnd by = aggregate.getBy();
-        auto dyType = cast<ValueType>(dy.getType());
-        auto endType = dyType.withSpace(by == EdgeEnd::Src ? Space::Src : Space::Dst);
         Value dx;
         switch (aggregate.getKind()) {
         case AggregateKind::Sum:
           if (by == EdgeEnd::Src)
-            dx = b.create<SrcOp>(loc, endType, dy);
+            dx = b.create<SrcOp>(loc, dy);
           else
-            dx = b.create<DstOp>(loc, endType, dy);
+            dx = b.create<DstOp>(loc, dy);
           break;
         case AggregateKind::Mean:
-          dx = b.create<AggregateGradOp>(loc, endType, AggregateKind::Mean, dy, Value(), by);
+          dx = b.create<AggregateGradOp>(loc, AggregateKind::Mean, dy, Value(), by);
           break;
         case AggregateKind::Max:
-          dx = b.create<AggregateGradOp>(loc, dyType.withSpace(Space::Edge), AggregateKind::Max, dy,
-                                         materialize(x), by);
+          dx = b.create<AggregateGradOp>(loc, AggregateKind::Max, dy, materialize(x), by);
           break;
         }
         give(x, dx);
@@ -381,10 +374,8 @@ bool BackwardBuilder::differentiateStructural(Operation *op, Value dy) {
         // ds = alpha * (dalpha - dst(sum_dst(alpha * dalpha)))
         Value alpha = materialize(softmax.getResult());
         Value weighted = binary<MulOp>(loc, alpha, dy);
-        auto weightedType = cast<ValueType>(weighted.getType());
-        Value sum = b.create<AggregateOp>(loc, weightedType.withSpace(Space::Node),
-                                          AggregateKind::Sum, weighted, EdgeEnd::Dst);
-        Value perEdge = b.create<DstOp>(loc, weightedType.withSpace(Space::Dst), sum);
+        Value sum = b.create<AggregateOp>(loc, AggregateKind::Sum, weighted, EdgeEnd::Dst);
+        Value perEdge = b.create<DstOp>(loc, sum);
         Value centred = binary<SubOp>(loc, dy, perEdge);
         give(softmax.getInput(), binary<MulOp>(loc, alpha, centred));
       })
@@ -400,12 +391,7 @@ bool BackwardBuilder::differentiateStructural(Operation *op, Value dy) {
           offset += shape.dims.back();
         }
       })
-      .Case([&](SplitHeadsOp split) {
-        Value x = split.getInput();
-        auto type =
-            cast<ValueType>(x.getType()).withSpace(cast<ValueType>(dy.getType()).getSpace());
-        give(x, b.create<MergeHeadsOp>(loc, type, dy));
-      })
+      .Case([&](SplitHeadsOp split) { give(split.getInput(), b.create<MergeHeadsOp>(loc, dy)); })
       .Case([&](MergeHeadsOp merge) {
         Value x = merge.getInput();
         auto type =
@@ -441,7 +427,7 @@ bool BackwardBuilder::differentiateElementwise(Operation *op, Value dy) {
           give(sub.getLhs(), dy);
         if (wants(sub.getRhs())) {
           Value reduced = reduceTo(dy, sub.getRhs().getType());
-          accumulate(sub.getRhs(), b.create<NegOp>(loc, reduced.getType(), reduced));
+          accumulate(sub.getRhs(), b.create<NegOp>(loc, reduced));
         }
       })
       .Case([&](MulOp mul) {
@@ -460,10 +446,10 @@ bool BackwardBuilder::differentiateElementwise(Operation *op, Value dy) {
         if (wants(rhs)) {
           Value product = binary<MulOp>(loc, scaled, materialize(div.getResult()));
           Value reduced = reduceTo(product, rhs.getType());
-          accumulate(rhs, b.create<NegOp>(loc, reduced.getType(), reduced));
+          accumulate(rhs, b.create<NegOp>(loc, reduced));
         }
       })
-      .Case([&](NegOp neg) { give(neg.getInput(), b.create<NegOp>(loc, dy.getType(), dy)); })
+      .Case([&](NegOp neg) { give(neg.getInput(), b.create<NegOp>(loc, dy)); })
       .Case([&](ExpOp exp) {
         give(exp.getInput(), binary<MulOp>(loc, dy, materialize(exp.getResult())));
       })
@@ -490,7 +476,7 @@ bool BackwardBuilder::differentiateElementwise(Operation *op, Value dy) {
       .Case([&](SoftplusOp softplus) {
         // dx = dy * sigmoid(x)
         Value x = materialize(softplus.getInput());
-        give(softplus.getInput(), binary<MulOp>(loc, dy, b.create<SigmoidOp>(loc, x.getType(), x)));
+        give(softplus.getInput(), binary<MulOp>(loc, dy, b.create<SigmoidOp>(loc, x)));
       })
       .Case([&](GeluOp gelu) {
         Value x = gelu.getInput();

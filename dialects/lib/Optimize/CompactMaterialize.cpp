@@ -10,6 +10,7 @@
 #include "hector/Dialect/HectorDialect.h"
 
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -128,6 +129,20 @@ struct CompactValue : public SitePattern {
     return success();
   }
 
+  /// The result type of `copy`, the op defining `value` recomputed on pair rows: inferred from
+  /// its pair-row operands where the op infers its type, else (split_heads, whose head count
+  /// is its own) `value`'s type in the pair space.
+  Type pairRowType(Operation *copy, Value value) const {
+    if (auto infer = dyn_cast<InferTypeOpInterface>(copy)) {
+      SmallVector<Type, 1> inferred;
+      if (succeeded(infer.inferReturnTypes(copy->getContext(), copy->getLoc(), copy->getOperands(),
+                                           copy->getAttrDictionary(), copy->getPropertiesStorage(),
+                                           copy->getRegions(), inferred)))
+        return inferred.front();
+    }
+    return inSpace(value.getType(), uniqueSpace());
+  }
+
   /// The value on unique pairs equal to `value` (a candidate, a gather of the side, or a
   /// weight-like value), building the ops before `rewriter`'s insertion point.
   Value compacted(Value value, PatternRewriter &rewriter,
@@ -149,8 +164,7 @@ struct CompactValue : public SitePattern {
             gather->isBeforeInBlock(&*rewriter.getInsertionPoint()))
           result = gather;
       if (!result)
-        result = rewriter.create<UniqueGatherOp>(
-            def->getLoc(), inSpace(value.getType(), uniqueSpace()), side, node);
+        result = rewriter.create<UniqueGatherOp>(def->getLoc(), side, node);
     } else if (auto expand = dyn_cast<UniqueExpandOp>(def)) {
       result = expand.getInput();
     } else {
@@ -160,7 +174,7 @@ struct CompactValue : public SitePattern {
                                   ? operand
                                   : compacted(operand, rewriter, mapped));
       Operation *copy = rewriter.clone(*def, operands);
-      copy->getResult(0).setType(inSpace(value.getType(), uniqueSpace()));
+      copy->getResult(0).setType(pairRowType(copy, value));
       result = copy->getResult(0);
     }
     mapped[value] = result;
@@ -172,7 +186,7 @@ struct CompactValue : public SitePattern {
     llvm::DenseMap<Value, Value> mapped;
     Value value = op->getResult(0);
     Value pairs = compacted(value, rewriter, mapped);
-    Value expanded = rewriter.create<UniqueExpandOp>(op->getLoc(), value.getType(), pairs);
+    Value expanded = rewriter.create<UniqueExpandOp>(op->getLoc(), pairs);
     rewriter.replaceAllUsesWith(value, expanded);
     std::string text;
     llvm::raw_string_ostream os(text);

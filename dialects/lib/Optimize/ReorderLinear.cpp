@@ -82,31 +82,29 @@ struct DotOfLinear : public OpSitePattern<DotOp> {
     return success();
   }
 
-  /// The type of the weight product: weight_matmul for a plain vector, weight_dot otherwise.
+  /// The type of the weight product: weight_matmul for a plain vector, weight_dot otherwise
+  /// (the two agree on a plain vector); W needs dimensions before a's.
   static FailureOr<WeightType> productType(WeightType w, WeightType a) {
-    RowShape ws = w.getShape(), as = a.getShape();
-    Slicing slicing = *productSlicing(w.getSlicing(), a.getSlicing());
-    int64_t prefix = ws.rank() - as.rank();
-    if (prefix < 1 || ws.dims.drop_front(prefix) != as.dims || as.isHead(as.rank() - 1) ||
-        (as.hasHeads() ? ws.headAxis != prefix + as.headAxis : ws.headAxis >= prefix))
+    if (w.getShape().rank() <= a.getShape().rank())
       return failure();
-    return WeightType::get(w.getContext(), slicing, ws.dims.drop_back(), ws.headAxis);
+    if (std::optional<WeightType> type = weightDotType(w, a))
+      return *type;
+    return failure();
   }
 
   std::string applySite(DotOp op, PatternRewriter &rewriter) const override {
     auto [slice, other] = split(op);
     auto linear = other.getDefiningOp<LinearOp>();
     Value w = linear.getWeight(), a = slice.getInput();
-    WeightType type = *productType(linear.getWeight().getType(), slice.getInput().getType());
     Location loc = op.getLoc();
     Value product;
     bool vector = slice.getInput().getType().getShape().rank() == 1 &&
                   !slice.getInput().getType().getShape().hasHeads();
     rewriter.setInsertionPoint(op);
     if (vector)
-      product = rewriter.create<WeightMatmulOp>(loc, type, w, a);
+      product = rewriter.create<WeightMatmulOp>(loc, w, a);
     else
-      product = rewriter.create<WeightDotOp>(loc, type, w, a);
+      product = rewriter.create<WeightDotOp>(loc, w, a);
     rewriter.replaceOpWithNewOp<LinearOp>(op, op.getResult().getType(), linear.getInput(), product,
                                           /*transposed=*/false);
     return "dot(" + describe(a) + ", linear(x, " + describe(w) + ")) => linear(x, " +
@@ -173,11 +171,10 @@ struct LinearOfLinear : public OpSitePattern<LinearOp> {
     Value product = rewriter.create<WeightMatmulOp>(loc, inner.getWeight(), op.getWeight());
     Value x = inner.getInput();
     if (gather) {
-      Type gathered = inSpace(x.getType(), spaceOf(op.getInput()));
       if (isa<SrcOp>(gather))
-        x = rewriter.create<SrcOp>(gather->getLoc(), gathered, x);
+        x = rewriter.create<SrcOp>(gather->getLoc(), x);
       else
-        x = rewriter.create<DstOp>(gather->getLoc(), gathered, x);
+        x = rewriter.create<DstOp>(gather->getLoc(), x);
     }
     rewriter.replaceOpWithNewOp<LinearOp>(op, op.getResult().getType(), x, product,
                                           /*transposed=*/false);
@@ -258,8 +255,7 @@ struct AggregateOfLinear : public OpSitePattern<AggregateOp> {
     std::string name = DotOfLinear::describe(weight);
     std::string scaled = factor ? "c * " : "";
     if (linear.getWeight().getType().getSlicing() == Slicing::None) {
-      Value sum = rewriter.create<AggregateOp>(loc, inSpace(rows.getType(), Space::Node),
-                                               AggregateKind::Sum, rows, EdgeEnd::Dst);
+      Value sum = rewriter.create<AggregateOp>(loc, AggregateKind::Sum, rows, EdgeEnd::Dst);
       rewriter.replaceOpWithNewOp<LinearOp>(op, resultType, sum, weight, false);
       return "aggregate sum (" + scaled + "linear(y, " + name +
              ")) by dst => linear(aggregate "
@@ -267,8 +263,7 @@ struct AggregateOfLinear : public OpSitePattern<AggregateOp> {
              scaled + "y) by dst, " + name + ")";
     }
     Value pairs = rewriter.create<ReduceOp>(loc, inSpace(rows.getType(), Space::UniqueDst), rows);
-    Value product =
-        rewriter.create<LinearOp>(loc, inSpace(resultType, Space::UniqueDst), pairs, weight, false);
+    Value product = rewriter.create<LinearOp>(loc, pairs, weight, /*transposed=*/false);
     rewriter.replaceOpWithNewOp<ReduceOp>(op, resultType, product);
     return "aggregate sum (" + scaled + "linear(y, " + name +
            ")) by dst => reduce(linear("

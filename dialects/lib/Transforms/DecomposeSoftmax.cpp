@@ -34,17 +34,15 @@ struct DecomposeSoftmaxPass : public hector::impl::DecomposeSoftmaxBase<Decompos
     Location loc = op.getLoc();
     Value s = op.getInput();
     auto sType = cast<ValueType>(s.getType());
-    ValueType nodeType = sType.withSpace(Space::Node);
-    ValueType dstType = sType.withSpace(Space::Dst);
     ValueType edgeType = sType.withSpace(Space::Edge);
 
-    Value max = b.create<AggregateOp>(loc, nodeType, AggregateKind::Max, s, EdgeEnd::Dst);
-    Value maxAtDst = b.create<DstOp>(loc, dstType, max);
+    Value max = b.create<AggregateOp>(loc, AggregateKind::Max, s, EdgeEnd::Dst);
+    Value maxAtDst = b.create<DstOp>(loc, max);
     // An edge-indexed space joins dst into edge, or stays dst (the ops infer it).
     Value diff = b.create<SubOp>(loc, s, maxAtDst);
     Value ex = b.create<ExpOp>(loc, diff);
-    Value den = b.create<AggregateOp>(loc, nodeType, AggregateKind::Sum, ex, EdgeEnd::Dst);
-    Value denAtDst = b.create<DstOp>(loc, dstType, den);
+    Value den = b.create<AggregateOp>(loc, AggregateKind::Sum, ex, EdgeEnd::Dst);
+    Value denAtDst = b.create<DstOp>(loc, den);
     Value alpha = b.create<DivOp>(loc, ex, denAtDst);
     if (cast<ValueType>(alpha.getType()).getSpace() != Space::Edge)
       alpha = b.create<ReduceOp>(loc, edgeType, alpha);

@@ -149,7 +149,9 @@ def Hector_OutputOp : Hector_Op<"output", [HasParent<"LayerOp">]> {
 // Graph access, slicing and compaction
 //===----------------------------------------------------------------------===//
 
-/// A pure op with one value-or-weight operand and one result, printed with both types.
+/// A pure op with one value-or-weight operand and one result, printed with both types. Most
+/// infer their result type (InferTypeOpAdaptor, inferReturnTypes in HectorOps.cpp); the others
+/// have a verifier.
 class Hector_ConvertOp<string mnemonic, Type inputType, Type resultType,
                        list<Trait> traits = []>
     : Hector_Op<mnemonic, !listconcat([Pure], traits)> {
@@ -158,11 +160,10 @@ class Hector_ConvertOp<string mnemonic, Type inputType, Type resultType,
   let assemblyFormat = [{
     $input attr-dict `:` qualified(type($input)) `->` qualified(type($result))
   }];
-  let hasVerifier = 1;
 }
 
 def Hector_SrcOp : Hector_ConvertOp<"src", Hector_ValueType, Hector_ValueType,
-                                    [Hector_TraversalBody]> {
+                                    [Hector_TraversalBody, InferTypeOpAdaptor]> {
   let summary = "read the source node's row on every edge";
   let description = [{
     Gathers a node-indexed value through every edge's source node. The result is in the `src`
@@ -177,7 +178,7 @@ def Hector_SrcOp : Hector_ConvertOp<"src", Hector_ValueType, Hector_ValueType,
 }
 
 def Hector_DstOp : Hector_ConvertOp<"dst", Hector_ValueType, Hector_ValueType,
-                                    [Hector_TraversalBody]> {
+                                    [Hector_TraversalBody, InferTypeOpAdaptor]> {
   let summary = "read the destination node's row on every edge";
   let description = [{
     Gathers a node-indexed value through every edge's destination node. The result is in the
@@ -191,7 +192,8 @@ def Hector_DstOp : Hector_ConvertOp<"dst", Hector_ValueType, Hector_ValueType,
   }];
 }
 
-def Hector_SliceOp : Hector_ConvertOp<"slice", Hector_WeightType, Hector_ValueType> {
+def Hector_SliceOp : Hector_ConvertOp<"slice", Hector_WeightType, Hector_ValueType,
+                                      [InferTypeOpAdaptor]> {
   let summary = "use a weight as a value";
   let description = [{
     Reads a weight as a value of the same row shape: a relation-sliced weight becomes a
@@ -207,7 +209,8 @@ def Hector_SliceOp : Hector_ConvertOp<"slice", Hector_WeightType, Hector_ValueTy
   }];
 }
 
-def Hector_UniqueGatherOp : Hector_Op<"unique_gather", [Pure, Hector_TraversalBody]> {
+def Hector_UniqueGatherOp : Hector_Op<"unique_gather", [
+    Pure, Hector_TraversalBody, InferTypeOpAdaptor]> {
   let summary = "gather node rows into unique (node, relation) pairs";
   let description = [{
     Compact materialisation: one row per unique (source node, relation) pair (`side src`, result
@@ -225,11 +228,11 @@ def Hector_UniqueGatherOp : Hector_Op<"unique_gather", [Pure, Hector_TraversalBo
   let assemblyFormat = [{
     $side $input attr-dict `:` qualified(type($input)) `->` qualified(type($result))
   }];
-  let hasVerifier = 1;
+  // The result type is inferred (HectorOps.cpp); the verifier checks the declared one equals it.
 }
 
 def Hector_UniqueExpandOp : Hector_ConvertOp<"unique_expand", Hector_ValueType, Hector_ValueType,
-                                             [Hector_TraversalBody]> {
+                                             [Hector_TraversalBody, InferTypeOpAdaptor]> {
   let summary = "read a unique-pair row on every edge";
   let description = [{
     Compact materialisation: reads the row of each edge's unique (node, relation) pair through the
@@ -370,7 +373,7 @@ def Hector_WeightMatmulOp : Hector_Op<"weight_matmul", [Pure, InferTypeOpAdaptor
   }];
 }
 
-def Hector_WeightDotOp : Hector_Op<"weight_dot", [Pure]> {
+def Hector_WeightDotOp : Hector_Op<"weight_dot", [Pure, InferTypeOpAdaptor]> {
   let summary = "weight-by-vector inner product over the last dimension, per head";
   let description = [{
     Contracts the last dimension of `lhs` with the last dimension of `rhs`, slice by slice,
@@ -394,7 +397,7 @@ def Hector_WeightDotOp : Hector_Op<"weight_dot", [Pure]> {
     $lhs `,` $rhs attr-dict `:` qualified(type($lhs)) `,` qualified(type($rhs))
       `->` qualified(type($result))
   }];
-  let hasVerifier = 1;
+  // The result type is inferred (HectorOps.cpp); the verifier checks the declared one equals it.
 }
 
 def Hector_WeightGradOp : Hector_Op<"weight_grad", [Pure]> {
@@ -467,10 +470,10 @@ def Hector_SubOp : Hector_BinaryOp<"sub", "difference">;
 def Hector_MulOp : Hector_BinaryOp<"mul", "product">;
 def Hector_DivOp : Hector_BinaryOp<"div", "quotient">;
 
-/// Unary elementwise op: the result has the operand's type.
+/// Unary elementwise op: the result has the operand's type (inferred from the trait).
 class Hector_UnaryOp<string mnemonic, string what, list<Trait> traits = []>
-    : Hector_Op<mnemonic, !listconcat([Pure, SameOperandsAndResultType, Hector_TraversalBody,
-                                       Hector_Elementwise], traits)> {
+    : Hector_Op<mnemonic, !listconcat([Pure, SameOperandsAndResultType, InferTypeOpInterface,
+                                       Hector_TraversalBody, Hector_Elementwise], traits)> {
   let summary = "elementwise " # what;
   let description = [{
     Elementwise }] # what # [{ of a value; the result has the operand's type.
@@ -503,7 +506,8 @@ def Hector_SoftplusOp : Hector_UnaryFunctionOp<"softplus", "softplus, log(1 + ex
                                                [Hector_Transcendental]>;
 
 def Hector_LeakyReluOp : Hector_Op<"leaky_relu", [
-    Pure, SameOperandsAndResultType, Hector_TraversalBody, Hector_Elementwise]> {
+    Pure, SameOperandsAndResultType, InferTypeOpInterface, Hector_TraversalBody,
+    Hector_Elementwise]> {
   let summary = "elementwise leaky ReLU";
   let description = [{
     `x` where `x >= 0`, `slope * x` elsewhere; the result has the operand's type.
@@ -568,7 +572,7 @@ def Hector_DotOp : Hector_Op<"dot", [Pure, Hector_TraversalBody, InferTypeOpAdap
   }];
 }
 
-def Hector_AggregateOp : Hector_Op<"aggregate", [Pure, Hector_TraversalBody]> {
+def Hector_AggregateOp : Hector_Op<"aggregate", [Pure, Hector_TraversalBody, InferTypeOpAdaptor]> {
   let summary = "reduce edge rows into nodes";
   let description = [{
     Reduces (`sum`, `mean` or `max`) the rows of an edge-indexed value (`src`, `dst`, `edge`,
@@ -588,11 +592,11 @@ def Hector_AggregateOp : Hector_Op<"aggregate", [Pure, Hector_TraversalBody]> {
   let assemblyFormat = [{
     $kind $input `by` $by attr-dict `:` qualified(type($input)) `->` qualified(type($result))
   }];
-  let hasVerifier = 1;
+  // The result type is inferred (HectorOps.cpp); the verifier checks the declared one equals it.
 }
 
 def Hector_SoftmaxOp : Hector_ConvertOp<"softmax", Hector_ValueType, Hector_ValueType,
-                                        [Hector_TraversalBody]> {
+                                        [Hector_TraversalBody, InferTypeOpAdaptor]> {
   let summary = "edge softmax over the incoming edges of each destination";
   let description = [{
     For every destination node, the softmax of the rows of its incoming edges, per element
@@ -608,7 +612,7 @@ def Hector_SoftmaxOp : Hector_ConvertOp<"softmax", Hector_ValueType, Hector_Valu
   }];
 }
 
-def Hector_ConcatOp : Hector_Op<"concat", [Pure, Hector_TraversalBody]> {
+def Hector_ConcatOp : Hector_Op<"concat", [Pure, Hector_TraversalBody, InferTypeOpAdaptor]> {
   let summary = "concatenate along the last dimension";
   let description = [{
     Concatenates two or more values along the last dimension of their rows. All other dimensions
@@ -627,7 +631,7 @@ def Hector_ConcatOp : Hector_Op<"concat", [Pure, Hector_TraversalBody]> {
   let assemblyFormat = [{
     $inputs attr-dict `:` qualified(type($inputs)) `->` qualified(type($result))
   }];
-  let hasVerifier = 1;
+  // The result type is inferred (HectorOps.cpp); the verifier checks the declared one equals it.
 }
 
 def Hector_SplitHeadsOp : Hector_ConvertOp<"split_heads", Hector_ValueType, Hector_ValueType,
@@ -643,10 +647,12 @@ def Hector_SplitHeadsOp : Hector_ConvertOp<"split_heads", Hector_ValueType, Hect
     %s = hector.split_heads %x : !hector.value<node, [64]> -> !hector.value<node, [4h, 16]>
     ```
   }];
+  // The number of heads is the result type's choice: verified, not inferred.
+  let hasVerifier = 1;
 }
 
 def Hector_MergeHeadsOp : Hector_ConvertOp<"merge_heads", Hector_ValueType, Hector_ValueType,
-                                           [Hector_TraversalBody]> {
+                                           [Hector_TraversalBody, InferTypeOpAdaptor]> {
   let summary = "merge the heads of a row into one vector";
   let description = [{
     Reshapes `[Hh, d]` rows into `[H*d]` (heads concatenated). The space is unchanged.
@@ -707,7 +713,8 @@ def Hector_ReduceOp : Hector_Op<"reduce", [Pure]> {
   }];
 }
 
-def Hector_AggregateGradOp : Hector_Op<"aggregate_grad", [Pure, Hector_TraversalBody]> {
+def Hector_AggregateGradOp : Hector_Op<"aggregate_grad", [
+    Pure, Hector_TraversalBody, InferTypeOpAdaptor]> {
   let summary = "gradient of a mean or max aggregation with respect to its edge rows";
   let description = [{
     Given the gradient `grad` of `y = aggregate KIND x by END` (node rows), the gradient with
@@ -735,6 +742,7 @@ def Hector_AggregateGradOp : Hector_Op<"aggregate_grad", [Pure, Hector_Traversal
   let assemblyFormat = [{
     $kind $grad (`,` $input^)? `by` $by attr-dict `:` functional-type(operands, results)
   }];
+  // The result type is inferred (HectorOps.cpp); the verifier checks `input` against the kind.
   let hasVerifier = 1;
 }
 
@@ -871,7 +879,8 @@ def Hector_WeightDotGradOp : Hector_Op<"weight_dot_grad", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Hector_WeightAddOp : Hector_Op<"weight_add", [Pure, SameOperandsAndResultType]> {
+def Hector_WeightAddOp : Hector_Op<"weight_add", [
+    Pure, SameOperandsAndResultType, InferTypeOpInterface]> {
   let summary = "sum of two weights of the same type (accumulates weight gradients)";
   let description = [{
     Slice by slice sum of two weights of one type.

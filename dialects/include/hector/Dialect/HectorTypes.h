@@ -105,6 +105,11 @@ std::optional<ValueType> linearType(ValueType x, WeightType w, bool transposed =
 std::optional<WeightType> weightMatmulType(WeightType lhs, WeightType rhs,
                                            std::string *why = nullptr);
 
+/// The type of `hector.weight_dot lhs, rhs`: rhs's shape `[s..., d]` (head dim included) is a
+/// suffix of lhs's `[p..., s..., d]`, d is contracted (not a head dim), the result is lhs's shape
+/// without its last dim; slicing by productSlicing.
+std::optional<WeightType> weightDotType(WeightType lhs, WeightType rhs, std::string *why = nullptr);
+
 } // namespace hector
 
 #endif // HECTOR_DIALECT_HECTORTYPES_H
