@@ -152,15 +152,22 @@ std::optional<ValueType> hector::linearType(ValueType x, WeightType w, bool tran
   return ValueType::get(x.getContext(), *space, shape->view());
 }
 
-std::optional<WeightType> hector::weightMatmulType(WeightType lhs, WeightType rhs,
-                                                   std::string *why) {
+/// The slicing of a product of two weights' slices, or the reason there is none (in `why`).
+static std::optional<Slicing> checkedProductSlicing(WeightType lhs, WeightType rhs,
+                                                    std::string *why) {
   std::optional<Slicing> slicing = productSlicing(lhs.getSlicing(), rhs.getSlicing());
-  if (!slicing) {
+  if (!slicing)
     Why(why).os << "operands must not be sliced differently, got lhs "
                 << stringifySlicing(lhs.getSlicing()) << " and rhs "
                 << stringifySlicing(rhs.getSlicing());
+  return slicing;
+}
+
+std::optional<WeightType> hector::weightMatmulType(WeightType lhs, WeightType rhs,
+                                                   std::string *why) {
+  std::optional<Slicing> slicing = checkedProductSlicing(lhs, rhs, why);
+  if (!slicing)
     return std::nullopt;
-  }
   RowShape a = lhs.getShape(), b = rhs.getShape();
   if (a.rank() < 1 || b.rank() < 1) {
     Why(why).os << "operands need at least one dimension, got lhs " << formatShape(a) << " and rhs "
@@ -193,13 +200,9 @@ std::optional<WeightType> hector::weightMatmulType(WeightType lhs, WeightType rh
 }
 
 std::optional<WeightType> hector::weightDotType(WeightType lhs, WeightType rhs, std::string *why) {
-  std::optional<Slicing> slicing = productSlicing(lhs.getSlicing(), rhs.getSlicing());
-  if (!slicing) {
-    Why(why).os << "operands must not be sliced differently, got lhs "
-                << stringifySlicing(lhs.getSlicing()) << " and rhs "
-                << stringifySlicing(rhs.getSlicing());
+  std::optional<Slicing> slicing = checkedProductSlicing(lhs, rhs, why);
+  if (!slicing)
     return std::nullopt;
-  }
   RowShape a = lhs.getShape(), b = rhs.getShape();
   if (b.rank() < 1) {
     Why(why).os << "rhs needs at least one dimension to contract";
