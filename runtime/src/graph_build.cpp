@@ -1,7 +1,8 @@
 //===- graph_build.cpp - The CPU algorithms of hector::Graph ---------------===//
 //
 // Stable counting sorts (per-thread histograms over contiguous chunks, a prefix over buckets
-// then chunks, a scatter), parallel gathers and run scans. Buffers are allocated before every
+// then chunks, a scatter), a stable LSD radix sort of the edges built from them, parallel
+// gathers and run scans. Buffers are allocated before every
 // parallel region, so an allocation failure is an ordinary exception of the calling thread.
 //
 //===----------------------------------------------------------------------===//
@@ -84,33 +85,138 @@ void countingSort(int64_t n, int64_t buckets, Key key, Item item, I *out, I *off
 
 } // namespace
 
+namespace {
+
+/// One pass of a stable LSD radix sort over records (key, id, src) held as three arrays: the
+/// records ordered by digit `(key >> shift) & mask`, ties by position. `read(i, key, id, src)`
+/// loads record i of the input, which has `n` records; the output goes to (outKey, outId,
+/// outSrc). Per-thread histograms over contiguous chunks, as countingSort; at most 4,096 buckets,
+/// so the scatter writes a few thousand sequential streams that stay in the caches whatever
+/// the size of the graph.
+template <typename K, typename I, typename Read>
+void radixPass(int64_t n, int shift, K mask, Read read, K *outKey, I *outId, I *outSrc) {
+  const int64_t buckets = static_cast<int64_t>(mask) + 1;
+  const int T = sortThreads(n, buckets);
+  std::vector<int64_t> hist(static_cast<size_t>(T) * static_cast<size_t>(buckets), 0);
+#pragma omp parallel for num_threads(T) schedule(static, 1)
+  for (int t = 0; t < T; ++t) {
+    int64_t begin, end;
+    chunkRange(n, T, t, begin, end);
+    int64_t *h = hist.data() + static_cast<size_t>(t) * buckets;
+    K key;
+    I id, src;
+    for (int64_t i = begin; i < end; ++i) {
+      read(i, key, id, src);
+      ++h[(key >> shift) & mask];
+    }
+  }
+  int64_t running = 0;
+  for (int64_t b = 0; b < buckets; ++b)
+    for (int t = 0; t < T; ++t) {
+      int64_t &h = hist[static_cast<size_t>(t) * buckets + b];
+      const int64_t count = h;
+      h = running;
+      running += count;
+    }
+#pragma omp parallel for num_threads(T) schedule(static, 1)
+  for (int t = 0; t < T; ++t) {
+    int64_t begin, end;
+    chunkRange(n, T, t, begin, end);
+    int64_t *h = hist.data() + static_cast<size_t>(t) * buckets;
+    K key;
+    I id, src;
+    for (int64_t i = begin; i < end; ++i) {
+      read(i, key, id, src);
+      const int64_t at = h[(key >> shift) & mask]++;
+      outKey[at] = key;
+      outId[at] = id;
+      outSrc[at] = src;
+    }
+  }
+}
+
+/// buildBase with keys of type K (K holds N x R - 1): the edges sorted by the key
+/// destination * R + relation, stable (ties by user edge id), in ceil(bits / 12) radix passes
+/// that carry each edge's id and source; then the CSR pointers, relations and runs from one scan
+/// of the sorted keys. Every pass streams its input in order: no random access to arrays of E
+/// entries, so the time grows with E even where those arrays exceed the caches.
+template <typename K, typename I>
+int64_t buildBaseRadix(const EdgeList &g, I *inPtr, I *sortedSrc, I *sortedEtype, I *edgePerm) {
+  const int64_t E = g.numEdges, N = g.numNodes, R = std::max<int64_t>(g.numRelations, 1);
+  const uint64_t largest = static_cast<uint64_t>(N) * static_cast<uint64_t>(R) - 1;
+  int bits = 1;
+  while (bits < 64 && (largest >> bits) != 0)
+    ++bits;
+  const int passes = (bits + 11) / 12, digit = (bits + passes - 1) / passes;
+  const K mask = static_cast<K>((uint64_t(1) << digit) - 1);
+  // Ping-pong buffers; the last pass writes the ids and sources into their final arrays.
+  std::vector<K> keyA(static_cast<size_t>(E)), keyB(passes > 1 ? static_cast<size_t>(E) : 0);
+  std::vector<I> idA(passes > 1 ? static_cast<size_t>(E) : 0),
+      srcA(passes > 1 ? static_cast<size_t>(E) : 0), idB(passes > 2 ? static_cast<size_t>(E) : 0),
+      srcB(passes > 2 ? static_cast<size_t>(E) : 0);
+  K *inKey = nullptr;
+  const I *inId = nullptr, *inSrc = nullptr;
+  for (int pass = 0; pass < passes; ++pass) {
+    const bool last = pass == passes - 1;
+    K *outKey = pass % 2 == 0 ? keyA.data() : keyB.data();
+    I *outId = last ? edgePerm : pass % 2 == 0 ? idA.data() : idB.data();
+    I *outSrc = last ? sortedSrc : pass % 2 == 0 ? srcA.data() : srcB.data();
+    if (pass == 0) {
+      radixPass<K, I>(
+          E, 0, mask,
+          [&](int64_t i, K &key, I &id, I &src) {
+            key = static_cast<K>(g.dst[i]) * static_cast<K>(R) + static_cast<K>(g.etype[i]);
+            id = static_cast<I>(i);
+            src = static_cast<I>(g.src[i]);
+          },
+          outKey, outId, outSrc);
+    } else {
+      radixPass<K, I>(
+          E, pass * digit, mask,
+          [&](int64_t i, K &key, I &id, I &src) {
+            key = inKey[i];
+            id = inId[i];
+            src = inSrc[i];
+          },
+          outKey, outId, outSrc);
+    }
+    inKey = outKey;
+    inId = outId;
+    inSrc = outSrc;
+  }
+  // One scan of the sorted keys: relations, CSR pointers (inPtr[v]: the first position whose
+  // destination is at least v; written once per v, by the position where the destinations
+  // pass it) and the (destination, relation) runs.
+  const K *key = inKey;
+  int64_t runs = 0;
+#pragma omp parallel for schedule(static) reduction(+ : runs)
+  for (int64_t p = 0; p < E; ++p) {
+    const int64_t d = static_cast<int64_t>(key[p] / static_cast<K>(R));
+    sortedEtype[p] = static_cast<I>(key[p] - static_cast<K>(d) * static_cast<K>(R));
+    const int64_t before = p == 0 ? -1 : static_cast<int64_t>(key[p - 1] / static_cast<K>(R));
+    for (int64_t v = before + 1; v <= d; ++v)
+      inPtr[v] = static_cast<I>(p);
+    runs += p == 0 || key[p] != key[p - 1];
+  }
+  const int64_t lastDst = E == 0 ? -1 : static_cast<int64_t>(key[E - 1] / static_cast<K>(R));
+  for (int64_t v = lastDst + 1; v <= N; ++v)
+    inPtr[v] = static_cast<I>(E);
+  return runs;
+}
+
+} // namespace
+
 template <typename I>
 int64_t buildBase(const EdgeList &g, I *inPtr, I *sortedSrc, I *sortedEtype, I *edgePerm) {
-  const int64_t E = g.numEdges, N = g.numNodes, R = g.numRelations;
-  // Pass 1: user edge ids grouped by relation (stable). Pass 2: those grouped by destination
-  // (stable): by destination, then relation, then user edge id.
-  std::vector<I> byRelation(static_cast<size_t>(E));
-  countingSort<I>(
-      E, std::max<int64_t>(R, 1), [&](int64_t i) { return g.etype[i]; },
-      [](int64_t i) { return i; }, byRelation.data(), static_cast<I *>(nullptr));
-  {
-    std::vector<I> key(static_cast<size_t>(E));
-#pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < E; ++i)
-      key[i] = static_cast<I>(g.dst[byRelation[i]]);
-    countingSort<I>(
-        E, N, [&](int64_t i) { return static_cast<int64_t>(key[i]); },
-        [&](int64_t i) { return static_cast<int64_t>(byRelation[i]); }, edgePerm, inPtr);
+  if (g.numEdges == 0) {
+    std::fill(inPtr, inPtr + g.numNodes + 1, I(0));
+    return 0;
   }
-  if (N == 0)
-    inPtr[0] = 0;
-#pragma omp parallel for schedule(static)
-  for (int64_t p = 0; p < E; ++p) {
-    const int64_t e = edgePerm[p];
-    sortedSrc[p] = static_cast<I>(g.src[e]);
-    sortedEtype[p] = static_cast<I>(g.etype[e]);
-  }
-  return countRuns<I>(N, inPtr, nullptr, sortedEtype);
+  const uint64_t keys = static_cast<uint64_t>(g.numNodes) *
+                        static_cast<uint64_t>(std::max<int64_t>(g.numRelations, 1));
+  if (keys <= (uint64_t(1) << 32))
+    return buildBaseRadix<uint32_t, I>(g, inPtr, sortedSrc, sortedEtype, edgePerm);
+  return buildBaseRadix<uint64_t, I>(g, inPtr, sortedSrc, sortedEtype, edgePerm);
 }
 
 template <typename I>

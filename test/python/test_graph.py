@@ -376,6 +376,36 @@ def test_umls_matches_numpy_reference():
     assert g.num_unique_src == len(usrc)
 
 
+@pytest.mark.parametrize("num_nodes, num_relations, index_dtype", [
+    (5000, 3000, None),            # 15M keys (destination x relation): two radix passes
+    (100_000, 50_000, None),       # 5e9 keys: 64-bit keys, three passes
+    (100_000, 50_000, torch.int64),
+    (3, 1, None),                  # one pass, most nodes isolated
+])
+def test_sort_of_large_key_spaces_matches_numpy(num_nodes, num_relations, index_dtype):
+    """The edge sort over every size of key space (its number of radix passes and key width
+    depend on num_nodes x num_relations): duplicates, self-loops, hubs, isolated nodes."""
+    gen = torch.Generator().manual_seed(num_nodes + num_relations)
+    e = 4000
+    src = torch.randint(0, num_nodes, (e,), generator=gen)
+    dst = torch.randint(0, num_nodes, (e,), generator=gen)
+    etype = torch.randint(0, num_relations, (e,), generator=gen)
+    dst[: e // 4] = num_nodes - 1                        # a hub at the last node
+    etype[: e // 8] = num_relations - 1
+    src[e // 4: e // 4 + 50] = dst[e // 4: e // 4 + 50]  # self-loops
+    src[-100:], dst[-100:], etype[-100:] = src[:100], dst[:100], etype[:100]   # duplicates
+    g = hector.Graph(src, dst, etype, num_nodes=num_nodes, num_relations=num_relations,
+                     index_dtype=index_dtype)
+    s, d, r = src.numpy(), dst.numpy(), etype.numpy()
+    order = np.lexsort((np.arange(e), r, d))                 # by destination, relation, id
+    assert np.array_equal(g.edge_perm.numpy(), order)
+    assert np.array_equal(g.sorted_src.numpy(), s[order])
+    assert np.array_equal(g.sorted_etype.numpy(), r[order])
+    assert np.array_equal(g.in_ptr.numpy(),
+                          np.concatenate([[0], np.cumsum(np.bincount(d, minlength=num_nodes))]))
+    assert g.num_unique_dst == len(np.unique(d.astype(np.int64) * num_relations + r))
+
+
 # --- CUDA -------------------------------------------------------------------------------------
 
 @CUDA
