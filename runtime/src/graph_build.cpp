@@ -90,9 +90,9 @@ namespace {
 /// One pass of a stable LSD radix sort over records (key, id, src) held as three arrays: the
 /// records ordered by digit `(key >> shift) & mask`, ties by position. `read(i, key, id, src)`
 /// loads record i of the input, which has `n` records; the output goes to (outKey, outId,
-/// outSrc). Per-thread histograms over contiguous chunks, as countingSort; at most 4,096 buckets,
-/// so the scatter writes a few thousand sequential streams that stay in the caches whatever
-/// the size of the graph.
+/// outSrc; outSrc null: records without a source). Per-thread histograms over contiguous
+/// chunks, as countingSort; at most 4,096 buckets, so the scatter writes a few thousand
+/// sequential streams that stay in the caches whatever the size of the graph.
 template <typename K, typename I, typename Read>
 void radixPass(int64_t n, int shift, K mask, Read read, K *outKey, I *outId, I *outSrc) {
   const int64_t buckets = static_cast<int64_t>(mask) + 1;
@@ -130,91 +130,117 @@ void radixPass(int64_t n, int shift, K mask, Read read, K *outKey, I *outId, I *
       const int64_t at = h[(key >> shift) & mask]++;
       outKey[at] = key;
       outId[at] = id;
-      outSrc[at] = src;
+      if (outSrc)
+        outSrc[at] = src;
     }
   }
 }
 
-/// buildBase with keys of type K (K holds N x R - 1): the edges sorted by the key
-/// destination * R + relation, stable (ties by user edge id), in ceil(bits / 12) radix passes
-/// that carry each edge's id and source; then the CSR pointers, relations and runs from one scan
-/// of the sorted keys. Every pass streams its input in order: no random access to arrays of E
-/// entries, so the time grows with E even where those arrays exceed the caches.
-template <typename K, typename I>
-int64_t buildBaseRadix(const EdgeList &g, I *inPtr, I *sortedSrc, I *sortedEtype, I *edgePerm) {
-  const int64_t E = g.numEdges, N = g.numNodes, R = std::max<int64_t>(g.numRelations, 1);
-  const uint64_t largest = static_cast<uint64_t>(N) * static_cast<uint64_t>(R) - 1;
+/// Sorts `n` records (read(i, key, id, src): record i of the input, key <= largest) by key,
+/// stably, in ceil(bits / 12) radix passes that carry each record's id and (outSrc not null)
+/// source; the last pass writes them into outId and outSrc. Every pass streams its input: no
+/// random access to arrays of n entries, so the time grows with n even where those arrays
+/// exceed the caches. Returns the sorted keys.
+template <typename K, typename I, typename Read>
+std::vector<K> radixSort(int64_t n, uint64_t largest, Read read, I *outId, I *outSrc) {
   int bits = 1;
   while (bits < 64 && (largest >> bits) != 0)
     ++bits;
   const int passes = (bits + 11) / 12, digit = (bits + passes - 1) / passes;
   const K mask = static_cast<K>((uint64_t(1) << digit) - 1);
-  // Ping-pong buffers; the last pass writes the ids and sources into their final arrays.
-  std::vector<K> keyA(static_cast<size_t>(E)), keyB(passes > 1 ? static_cast<size_t>(E) : 0);
-  std::vector<I> idA(passes > 1 ? static_cast<size_t>(E) : 0),
-      srcA(passes > 1 ? static_cast<size_t>(E) : 0), idB(passes > 2 ? static_cast<size_t>(E) : 0),
-      srcB(passes > 2 ? static_cast<size_t>(E) : 0);
+  const size_t temp = static_cast<size_t>(n);
+  // Ping-pong buffers (A after even passes, B after odd ones) but for the last pass's ids and
+  // sources, which go straight to their arrays.
+  std::vector<K> keyA(temp), keyB(passes > 1 ? temp : 0);
+  std::vector<I> idA(passes > 1 ? temp : 0), idB(passes > 2 ? temp : 0);
+  std::vector<I> srcA(passes > 1 && outSrc ? temp : 0), srcB(passes > 2 && outSrc ? temp : 0);
   K *inKey = nullptr;
   const I *inId = nullptr, *inSrc = nullptr;
   for (int pass = 0; pass < passes; ++pass) {
-    const bool last = pass == passes - 1;
-    K *outKey = pass % 2 == 0 ? keyA.data() : keyB.data();
-    I *outId = last ? edgePerm : pass % 2 == 0 ? idA.data() : idB.data();
-    I *outSrc = last ? sortedSrc : pass % 2 == 0 ? srcA.data() : srcB.data();
-    if (pass == 0) {
+    const bool last = pass == passes - 1, even = pass % 2 == 0;
+    K *key = even ? keyA.data() : keyB.data();
+    I *id = last ? outId : even ? idA.data() : idB.data();
+    I *src = !outSrc ? nullptr : last ? outSrc : even ? srcA.data() : srcB.data();
+    if (pass == 0)
+      radixPass<K, I>(n, 0, mask, read, key, id, src);
+    else
       radixPass<K, I>(
-          E, 0, mask,
-          [&](int64_t i, K &key, I &id, I &src) {
-            key = static_cast<K>(g.dst[i]) * static_cast<K>(R) + static_cast<K>(g.etype[i]);
-            id = static_cast<I>(i);
-            src = static_cast<I>(g.src[i]);
+          n, pass * digit, mask,
+          [&](int64_t i, K &k, I &d, I &s) {
+            k = inKey[i];
+            d = inId[i];
+            s = inSrc ? inSrc[i] : I(0);
           },
-          outKey, outId, outSrc);
-    } else {
-      radixPass<K, I>(
-          E, pass * digit, mask,
-          [&](int64_t i, K &key, I &id, I &src) {
-            key = inKey[i];
-            id = inId[i];
-            src = inSrc[i];
-          },
-          outKey, outId, outSrc);
-    }
-    inKey = outKey;
-    inId = outId;
-    inSrc = outSrc;
+          key, id, src);
+    inKey = key;
+    inId = id;
+    inSrc = src;
   }
-  // One scan of the sorted keys: relations, CSR pointers (inPtr[v]: the first position whose
-  // destination is at least v; written once per v, by the position where the destinations
-  // pass it) and the (destination, relation) runs.
-  const K *key = inKey;
+  return passes % 2 == 1 ? std::move(keyA) : std::move(keyB);
+}
+
+/// One scan of keys node * R + relation sorted by node: the CSR pointers (ptr[v]: the first
+/// position whose node is at least v, written once per v by the position where the nodes pass
+/// it; ptr[N] = n), the relation of every position (`etype`, unless null) and the number of
+/// (node, relation) runs.
+template <typename K, typename I>
+int64_t scanSortedKeys(const std::vector<K> &keys, int64_t numNodes, int64_t numRelations, I *ptr,
+                       I *etype) {
+  const int64_t n = static_cast<int64_t>(keys.size());
+  const K R = static_cast<K>(std::max<int64_t>(numRelations, 1));
+  const K *key = keys.data();
   int64_t runs = 0;
 #pragma omp parallel for schedule(static) reduction(+ : runs)
-  for (int64_t p = 0; p < E; ++p) {
-    const int64_t d = static_cast<int64_t>(key[p] / static_cast<K>(R));
-    sortedEtype[p] = static_cast<I>(key[p] - static_cast<K>(d) * static_cast<K>(R));
-    const int64_t before = p == 0 ? -1 : static_cast<int64_t>(key[p - 1] / static_cast<K>(R));
-    for (int64_t v = before + 1; v <= d; ++v)
-      inPtr[v] = static_cast<I>(p);
+  for (int64_t p = 0; p < n; ++p) {
+    const int64_t node = static_cast<int64_t>(key[p] / R);
+    if (etype)
+      etype[p] = static_cast<I>(key[p] - static_cast<K>(node) * R);
+    const int64_t before = p == 0 ? -1 : static_cast<int64_t>(key[p - 1] / R);
+    for (int64_t v = before + 1; v <= node; ++v)
+      ptr[v] = static_cast<I>(p);
     runs += p == 0 || key[p] != key[p - 1];
   }
-  const int64_t lastDst = E == 0 ? -1 : static_cast<int64_t>(key[E - 1] / static_cast<K>(R));
-  for (int64_t v = lastDst + 1; v <= N; ++v)
-    inPtr[v] = static_cast<I>(E);
+  const int64_t lastNode = n == 0 ? -1 : static_cast<int64_t>(key[n - 1] / R);
+  for (int64_t v = lastNode + 1; v <= numNodes; ++v)
+    ptr[v] = static_cast<I>(n);
   return runs;
+}
+
+/// Whether keys node * R + relation fit 32 bits.
+inline bool keysFit32(int64_t numNodes, int64_t numRelations) {
+  return static_cast<uint64_t>(numNodes) *
+             static_cast<uint64_t>(std::max<int64_t>(numRelations, 1)) <=
+         (uint64_t(1) << 32);
+}
+
+/// The largest key node * R + relation.
+inline uint64_t largestKey(int64_t numNodes, int64_t numRelations) {
+  const uint64_t keys =
+      static_cast<uint64_t>(numNodes) * static_cast<uint64_t>(std::max<int64_t>(numRelations, 1));
+  return keys == 0 ? 0 : keys - 1;
+}
+
+/// buildBase with keys of type K: the edges sorted by destination * R + relation (stable: ties
+/// by user edge id), carrying ids and sources; then inPtr, the relations and the runs.
+template <typename K, typename I>
+int64_t buildBaseRadix(const EdgeList &g, I *inPtr, I *sortedSrc, I *sortedEtype, I *edgePerm) {
+  const K R = static_cast<K>(std::max<int64_t>(g.numRelations, 1));
+  std::vector<K> keys = radixSort<K, I>(
+      g.numEdges, largestKey(g.numNodes, g.numRelations),
+      [&](int64_t i, K &key, I &id, I &src) {
+        key = static_cast<K>(g.dst[i]) * R + static_cast<K>(g.etype[i]);
+        id = static_cast<I>(i);
+        src = static_cast<I>(g.src[i]);
+      },
+      edgePerm, sortedSrc);
+  return scanSortedKeys<K, I>(keys, g.numNodes, g.numRelations, inPtr, sortedEtype);
 }
 
 } // namespace
 
 template <typename I>
 int64_t buildBase(const EdgeList &g, I *inPtr, I *sortedSrc, I *sortedEtype, I *edgePerm) {
-  if (g.numEdges == 0) {
-    std::fill(inPtr, inPtr + g.numNodes + 1, I(0));
-    return 0;
-  }
-  const uint64_t keys = static_cast<uint64_t>(g.numNodes) *
-                        static_cast<uint64_t>(std::max<int64_t>(g.numRelations, 1));
-  if (keys <= (uint64_t(1) << 32))
+  if (keysFit32(g.numNodes, g.numRelations))
     return buildBaseRadix<uint32_t, I>(g, inPtr, sortedSrc, sortedEtype, edgePerm);
   return buildBaseRadix<uint64_t, I>(g, inPtr, sortedSrc, sortedEtype, edgePerm);
 }

@@ -404,6 +404,11 @@ def test_sort_of_large_key_spaces_matches_numpy(num_nodes, num_relations, index_
     assert np.array_equal(g.in_ptr.numpy(),
                           np.concatenate([[0], np.cumsum(np.bincount(d, minlength=num_nodes))]))
     assert g.num_unique_dst == len(np.unique(d.astype(np.int64) * num_relations + r))
+    # The CSR by source: positions by source, relation, position.
+    ss, sr = s[order], r[order]
+    assert np.array_equal(g.out_pos.numpy(), np.lexsort((np.arange(e), sr, ss)))
+    assert np.array_equal(g.out_ptr.numpy(),
+                          np.concatenate([[0], np.cumsum(np.bincount(s, minlength=num_nodes))]))
 
 
 # --- CUDA -------------------------------------------------------------------------------------
