@@ -248,7 +248,7 @@ mlir::FailureOr<Functor> printFunctor(TraversalOp traversal, llvm::StringRef nam
 /// Passes over the edges of each node of a node traversal (0 for an edge traversal), as the
 /// functor printer plans them (hector-prepare-emission records it as `hector.passes`).
 int passesOf(TraversalOp op);
-/// The passes hector-prepare-emission recorded on a traversal.
+/// The passes hector-prepare-emission recorded on a traversal (planLayer checks they are there).
 int recordedPassesOf(TraversalOp op);
 
 /// Prints the kernels of one layer for the CPU (`cuda` false) or CUDA: function templates over

@@ -72,8 +72,7 @@ std::optional<Space> pairSumSpaceOf(TraversalOp op) {
 //===----------------------------------------------------------------------===//
 
 int recordedPassesOf(TraversalOp op) {
-  auto passes = op->getAttrOfType<IntegerAttr>(kPassesAttrName);
-  return passes ? static_cast<int>(passes.getInt()) : passesOf(op);
+  return static_cast<int>(op->getAttrOfType<IntegerAttr>(kPassesAttrName).getInt());
 }
 
 GatherMarker gatherMarkerOf(Operation *op) {
@@ -130,7 +129,7 @@ static FailureOr<LayerPlan> planLayer(LayerOp layer) {
       continue;
     }
     auto name = op.getAttrOfType<StringAttr>(kKernelNameAttrName);
-    if (!name)
+    if (!name || (isa<TraversalOp>(op) && !op.getAttrOfType<IntegerAttr>(kPassesAttrName)))
       return notPrepared(&op);
     size_t index = plan.kernels.size();
     for (auto [i, result] : llvm::enumerate(op.getResults()))
