@@ -31,31 +31,24 @@ enum class BOp : int { kIdentity = 0, kTranspose = 1 };
 
 /// Where (and how) a segmented GEMM writes its output rows.
 ///
-/// - `kStore`:            C[row]         = result   (row-aligned)
-/// - `kAccumulate`:       C[row]        += result   (row-aligned)
-/// - `kStoreIndex`:       C[idx[row]]    = result   (idx must be injective)
-/// - `kAccumulateIndex`:  C[idx[row]]   += result   (duplicates allowed;
-///   deterministic: the rows are written to a row-aligned workspace and then
-///   reduced per output row, in increasing row order, over the inverse index)
-/// - `kAtomicAccumulateIndex` (CUDA only): C[idx[row]] += result with atomics;
-///   fastest, but the order of the additions, and so the rounding, varies
-///   between runs.
+/// - `kStore`:      C[row]  = result   (row-aligned)
+/// - `kAccumulate`: C[row] += result   (row-aligned)
+/// - `kAccumulateIndexPerSegment`: C[scatter[row]] += result, where `scatter` is injective
+///   within each segment (rows of unique (node, relation) pairs summed into their nodes):
+///   segments are added one after another, the rows of one in parallel, straight into C (no
+///   workspace; deterministic).
+///
+/// These are the modes the emitter instantiates; a sum of edge rows into nodes or pairs is a
+/// traversal's reduction, not a GEMM scatter.
 enum class Scatter : int {
   kStore = 0,
   kAccumulate = 1,
-  kStoreIndex = 2,
-  kAccumulateIndex = 3,
-  kAtomicAccumulateIndex = 4,
-  /// C[scatter[phys]] += row, where `scatter` is injective within each segment (rows of
-  /// unique (node, relation) pairs summed into their nodes): segments are added one after
-  /// another, the rows of one in parallel, straight into C (no workspace; deterministic).
-  kAccumulateIndexPerSegment = 5,
+  kAccumulateIndexPerSegment = 2,
 };
 
 /// True when a scatter mode reads an output index array.
 HECTOR_HD constexpr bool scatterIsIndexed(Scatter s) {
-  return s == Scatter::kStoreIndex || s == Scatter::kAccumulateIndex ||
-         s == Scatter::kAtomicAccumulateIndex || s == Scatter::kAccumulateIndexPerSegment;
+  return s == Scatter::kAccumulateIndexPerSegment;
 }
 
 /// Whether a result overwrites its destination or is added to it.
@@ -140,8 +133,7 @@ template <typename T, typename Index = std::int64_t> struct GemmProblem {
   std::int64_t heads = 1;
   const T *A = nullptr;
   std::int64_t lda = 0;
-  /// Optional: the physical row of every segment row (`phys` above; injective). Not
-  /// supported by the accumulate-into-index modes.
+  /// Optional: the physical row of every segment row (`phys` above; injective).
   const Index *rows = nullptr;
   /// Optional row index into A, indexed by physical row (duplicates allowed).
   const Index *gather = nullptr;
@@ -149,18 +141,9 @@ template <typename T, typename Index = std::int64_t> struct GemmProblem {
   std::int64_t strideB = 0;
   T *C = nullptr;
   std::int64_t ldc = 0;
-  /// [numRows] output row of every row, for the indexed scatter modes.
+  /// [numRows] output row of every physical row, for `Scatter::kAccumulateIndexPerSegment`
+  /// (injective within each segment).
   const Index *scatter = nullptr;
-  /// Rows of C (needed by `Scatter::kAccumulateIndex`).
-  std::int64_t numOutRows = 0;
-  /// Optional inverse of `scatter` for `Scatter::kAccumulateIndex`, as a CSR
-  /// over output rows: the rows r with scatter[r] == o
-  /// are scatterRows[scatterPtr[o] .. scatterPtr[o+1]) in increasing order
-  /// (scatterPtr has numOutRows + 1 entries).
-  /// The CPU template builds it when absent; the CUDA one requires it (see
-  /// `buildScatterCsr`).
-  const Index *scatterPtr = nullptr;
-  const Index *scatterRows = nullptr;
 };
 
 /// The weight-gradient (outer-product) form of a segmented GEMM: for every

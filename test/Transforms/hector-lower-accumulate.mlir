@@ -18,7 +18,7 @@
 // The sum is zero-initialised, then the root product is added into its buffer (no new tensor).
 // CPP-LABEL: // reordered_k1_gemm_relation_gnone_saccumulate_dst_h1_k8_n4
 // CPP:       p.scatter = g.uniqueDst;
-// CPP-NEXT:  p.numOutRows = g.numNodes;
+// CPP-NEXT:  return p;
 // CPP:       segmentedGemm<T, ::hector::tmpl::BOp::kIdentity, ::hector::tmpl::Scatter::kAccumulateIndexPerSegment>
 // CPP-LABEL: // reordered_k2_gemm_none_gnone_sstore_acc_h1_k8_n4
 // CPP:       segmentedGemm<T, ::hector::tmpl::BOp::kIdentity, ::hector::tmpl::Scatter::kAccumulate>

@@ -89,20 +89,13 @@ void checkGemm(const std::vector<I64> &sizes, I64 K, I64 N, I64 heads, std::mt19
   I64 largest = 0; // of the segments
   for (I64 size : sizes)
     largest = std::max(largest, size);
-  const I64 outRows = Mode == Scatter::kStoreIndex                 ? rows + 5
-                      : Mode == Scatter::kAccumulateIndexPerSegment ? largest + 3
-                      : scatterIsIndexed(Mode)                     ? 13
-                                                                   : rows;
+  const I64 outRows = scatterIsIndexed(Mode) ? largest + 3 : rows;
   auto A = randomVector<T>(aRows * heads * K, rng);
   auto B = randomVector<T>(S * heads * K * N, rng);
   auto C = randomVector<T>(outRows * width, rng);
   auto gidx = randomIndex(rows, aRows, rng);
   std::vector<I64> sidx;
-  if (Mode == Scatter::kStoreIndex) {
-    sidx.resize(rows);
-    std::iota(sidx.begin(), sidx.end(), 0);
-    std::shuffle(sidx.begin(), sidx.end(), rng);
-  } else if (Mode == Scatter::kAccumulateIndexPerSegment) { // injective per segment
+  if (Mode == Scatter::kAccumulateIndexPerSegment) { // injective per segment
     sidx.resize(rows);
     std::vector<I64> perm(static_cast<std::size_t>(outRows));
     for (I64 s = 0; s < S; ++s) {
@@ -112,10 +105,8 @@ void checkGemm(const std::vector<I64> &sizes, I64 K, I64 N, I64 heads, std::mt19
         sidx[r] = perm[r - off[s]];
     }
   } else {
-    sidx = randomIndex(rows, outRows, rng);
+    sidx.assign(static_cast<std::size_t>(rows), 0);
   }
-  std::vector<I64> sptr(outRows + 1), srows(rows);
-  cpu::buildScatterCsr(sidx.data(), 0, rows, outRows, sptr.data(), srows.data());
 
   GemmProblem<T, I64> p;
   p.numSegments = S;
@@ -131,12 +122,11 @@ void checkGemm(const std::vector<I64> &sizes, I64 K, I64 N, I64 heads, std::mt19
   p.strideB = heads * K * N;
   p.ldc = width;
   p.scatter = sidx.data();
-  p.numOutRows = outRows;
   std::vector<T> want = C;
   p.C = want.data();
   cpu::segmentedGemm<T, Op, Mode>(p);
 
-  DeviceBuffer<I64> dOff(off), dG(gidx), dS(sidx), dPtr(sptr), dRows(srows);
+  DeviceBuffer<I64> dOff(off), dG(gidx), dS(sidx);
   DeviceBuffer<T> dA(A), dB(B), dC(C);
   GemmProblem<T, I64> d = p;
   d.segOffsets = dOff.ptr;
@@ -145,8 +135,6 @@ void checkGemm(const std::vector<I64> &sizes, I64 K, I64 N, I64 heads, std::mt19
   d.B = dB.ptr;
   d.C = dC.ptr;
   d.scatter = dS.ptr;
-  d.scatterPtr = dPtr.ptr;
-  d.scatterRows = dRows.ptr;
   const std::size_t bytes = gpu::segmentedGemmWorkspaceBytes<T, Mode, Tile>(d);
   DeviceBuffer<char> ws(bytes);
   checkCuda(gpu::launchSegmentedGemm<T, Op, Mode, Tile>(d, ws.ptr, bytes, nullptr), "gemm");
@@ -159,8 +147,7 @@ void checkGemm(const std::vector<I64> &sizes, I64 K, I64 N, I64 heads, std::mt19
                 static_cast<long long>(heads));
   report(name, maxRelError(got, want), tolerance<T>() * (1 + rows / 64.0));
 
-  if (Mode == Scatter::kAccumulateIndex ||
-      Mode == Scatter::kAccumulateIndexPerSegment) { // bitwise reproducible
+  if (Mode == Scatter::kAccumulateIndexPerSegment) { // bitwise reproducible
     DeviceBuffer<T> dC2(C);
     d.C = dC2.ptr;
     checkCuda(gpu::launchSegmentedGemm<T, Op, Mode, Tile>(d, ws.ptr, bytes, nullptr), "gemm");
@@ -176,33 +163,11 @@ template <typename T, BOp Op, typename Tile> void gemmModes(std::mt19937_64 &rng
   for (I64 K : {1, 17, 65})
     for (I64 N : {3, 64, 65}) {
       checkGemm<T, Op, Scatter::kStore, Tile>(sizes, K, N, 1, rng, tn);
-      checkGemm<T, Op, Scatter::kAccumulateIndex, Tile>(sizes, K, N, 1, rng, tn);
+      checkGemm<T, Op, Scatter::kAccumulateIndexPerSegment, Tile>(sizes, K, N, 1, rng, tn);
     }
   checkGemm<T, Op, Scatter::kAccumulate, Tile>(sizes, 33, 40, 2, rng, tn);
-  checkGemm<T, Op, Scatter::kStoreIndex, Tile>(sizes, 33, 40, 2, rng, tn);
-  checkGemm<T, Op, Scatter::kAccumulateIndex, Tile>(sizes, 33, 40, 3, rng, tn);
-  checkGemm<T, Op, Scatter::kAtomicAccumulateIndex, Tile>(sizes, 33, 40, 1, rng, tn);
   checkGemm<T, Op, Scatter::kAccumulateIndexPerSegment, Tile>(sizes, 65, 64, 1, rng, tn);
   checkGemm<T, Op, Scatter::kAccumulateIndexPerSegment, Tile>(sizes, 33, 40, 2, rng, tn);
-}
-
-template <typename T> void checkScatterCsr(std::mt19937_64 &rng) {
-  const I64 rows = 100000, outRows = 777;
-  auto idx = randomIndex(rows, outRows, rng);
-  std::vector<I64> ptr(outRows + 1), inv(rows);
-  cpu::buildScatterCsr(idx.data(), 0, rows, outRows, ptr.data(), inv.data());
-  DeviceBuffer<I64> dIdx(idx), dPtr(outRows + 1), dInv(rows);
-  std::size_t bytes = 0;
-  checkCuda(gpu::buildScatterCsr<I64>(dIdx.ptr, rows, outRows, dPtr.ptr, dInv.ptr, nullptr,
-                                       bytes, nullptr),
-            "csr size");
-  DeviceBuffer<char> tmp(bytes);
-  checkCuda(gpu::buildScatterCsr<I64>(dIdx.ptr, rows, outRows, dPtr.ptr, dInv.ptr, tmp.ptr,
-                                       bytes, nullptr),
-            "csr");
-  checkCuda(cudaDeviceSynchronize(), "csr sync");
-  reportExact("buildScatterCsr equals the CPU counting sort",
-              dPtr.download() == ptr && dInv.download() == inv);
 }
 
 template <typename T, BOp Op, Assign Mode>
@@ -435,7 +400,6 @@ template <typename T> void runAll(std::mt19937_64 &rng) {
   gemmModes<T, BOp::kTranspose, typename gpu::DefaultGemmTile<T>::type>(rng, "default");
   gemmModes<T, BOp::kIdentity, gpu::GemmTile<32, 32, 8, 2, 2>>(rng, "32x32x8/2x2");
   gemmModes<T, BOp::kTranspose, gpu::GemmTile<128, 64, 8, 8, 4>>(rng, "128x64x8/8x4");
-  checkScatterCsr<T>(rng);
   const std::vector<I64> sizes = {0, 5, 3000, 0, 1, 700};
   checkWeightGrad<T, BOp::kIdentity, Assign::kStore>(sizes, 17, 65, 1, 256, rng);
   checkWeightGrad<T, BOp::kTranspose, Assign::kAdd>(sizes, 64, 33, 2, 64, rng);

@@ -24,9 +24,6 @@ template <typename T, BOp Op, typename Tile, typename Index> void gemmModes(cuda
   GemmProblem<T, Index> p;
   launchSegmentedGemm<T, Op, Scatter::kStore, Tile>(p, nullptr, 0, s);
   launchSegmentedGemm<T, Op, Scatter::kAccumulate, Tile>(p, nullptr, 0, s);
-  launchSegmentedGemm<T, Op, Scatter::kStoreIndex, Tile>(p, nullptr, 0, s);
-  launchSegmentedGemm<T, Op, Scatter::kAccumulateIndex, Tile>(p, nullptr, 0, s);
-  launchSegmentedGemm<T, Op, Scatter::kAtomicAccumulateIndex, Tile>(p, nullptr, 0, s);
   launchSegmentedGemm<T, Op, Scatter::kAccumulateIndexPerSegment, Tile>(p, nullptr, 0, s);
   WeightGradProblem<T, Index> w;
   launchSegmentedWeightGrad<T, Op, Assign::kStore>(w, 256, nullptr, 0, s);
@@ -52,8 +49,6 @@ template <typename T, typename Index> void everything(cudaStream_t s) {
   launchSegmentedWeightGrad<T, BOp::kIdentity, Assign::kStore, WgradTile<32, 32, 8, 2, 2>>(
       WeightGradProblem<T, Index>{}, 256, nullptr, 0, s);
   traversals<T, Index>(s);
-  std::size_t bytes = 0;
-  buildScatterCsr<Index>(nullptr, 0, 0, nullptr, nullptr, nullptr, bytes, s);
 }
 
 } // namespace

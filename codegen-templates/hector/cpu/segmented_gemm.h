@@ -307,47 +307,19 @@ inline void wgradKernelTail(std::int64_t mk, std::int64_t rb, const T *a, std::i
 
 } // namespace detail
 
-/// Builds the inverse of a scatter index as a CSR over output rows: the rows
-/// r in [rowBegin, rowEnd) with idx[r] == o are rows[ptr[o] .. ptr[o+1]),
-/// in increasing order (a stable counting sort). `ptr` has numOut + 1 entries,
-/// `rows` rowEnd - rowBegin.
-template <typename Index>
-void buildScatterCsr(const Index *idx, std::int64_t rowBegin, std::int64_t rowEnd,
-                     std::int64_t numOut, Index *ptr, Index *rows) {
-  std::fill(ptr, ptr + numOut + 1, Index(0));
-  for (std::int64_t r = rowBegin; r < rowEnd; ++r)
-    ++ptr[idx[r] + 1];
-  for (std::int64_t o = 0; o < numOut; ++o)
-    ptr[o + 1] += ptr[o];
-  std::vector<Index> fill(ptr, ptr + numOut);
-  for (std::int64_t r = rowBegin; r < rowEnd; ++r)
-    rows[fill[idx[r]]++] = static_cast<Index>(r);
-}
-
-/// Segmented GEMM (see `GemmProblem`). `Op` selects op(B), `Mode` the
-/// scatter; `Scatter::kAtomicAccumulateIndex` is treated as the deterministic
-/// `kAccumulateIndex` on the CPU.
-///
-/// `kAccumulateIndexPerSegment` adds each segment's rows straight into C, one
+/// Segmented GEMM (see `GemmProblem`). `Op` selects op(B), `Mode` the scatter:
+/// `kStore` / `kAccumulate` write or add each row's result into its own row of C;
+/// `kAccumulateIndexPerSegment` adds each segment's rows straight into C at `scatter`, one
 /// segment after another (the index is injective within a segment).
-///
-/// `kAccumulateIndex` computes the row-aligned results into a workspace, then
-/// every output row (owned by one thread) adds its rows in increasing row
-/// order through the inverse index (`scatterPtr`/`scatterRows`, built here
-/// when absent): deterministic, race-free, independent of the thread count.
 template <typename T, BOp Op, Scatter Mode, typename Tile = GemmTile<T>,
           typename Index = std::int64_t>
 void segmentedGemm(const GemmProblem<T, Index> &p) {
-  const std::int64_t width = p.heads * p.N;
-  if constexpr (Mode == Scatter::kStore || Mode == Scatter::kAccumulate ||
-                Mode == Scatter::kStoreIndex) {
+  if constexpr (Mode == Scatter::kStore || Mode == Scatter::kAccumulate) {
     detail::gemmTiles<T, Op, Tile>(
         p, [&](std::int64_t row, std::int64_t head, std::int64_t n0, std::int64_t nw,
                const T *HECTOR_RESTRICT acc) {
           const std::int64_t phys = p.rows ? static_cast<std::int64_t>(p.rows[row]) : row;
-          const std::int64_t out =
-              Mode == Scatter::kStoreIndex ? static_cast<std::int64_t>(p.scatter[phys]) : phys;
-          T *HECTOR_RESTRICT c = p.C + out * p.ldc + head * p.N + n0;
+          T *HECTOR_RESTRICT c = p.C + phys * p.ldc + head * p.N + n0;
           if constexpr (Mode == Scatter::kAccumulate) {
 #pragma omp simd
             for (std::int64_t n = 0; n < nw; ++n)
@@ -358,7 +330,8 @@ void segmentedGemm(const GemmProblem<T, Index> &p) {
               c[n] = acc[n];
           }
         });
-  } else if constexpr (Mode == Scatter::kAccumulateIndexPerSegment) {
+  } else {
+    static_assert(Mode == Scatter::kAccumulateIndexPerSegment);
     // One segment at a time: within it no two rows share an output row.
     for (std::int64_t s = 0; s < p.numSegments; ++s) {
       GemmProblem<T, Index> q = p;
@@ -375,44 +348,6 @@ void segmentedGemm(const GemmProblem<T, Index> &p) {
             for (std::int64_t n = 0; n < nw; ++n)
               c[n] += acc[n];
           });
-    }
-  } else {
-    static_assert(Mode == Scatter::kAccumulateIndex || Mode == Scatter::kAtomicAccumulateIndex);
-    if (p.numSegments == 0)
-      return;
-    const std::int64_t base = p.segOffsets[0];
-    const std::int64_t rowsTotal = p.segOffsets[p.numSegments] - base;
-    if (rowsTotal == 0 || width == 0)
-      return;
-    std::vector<T> work(static_cast<std::size_t>(rowsTotal * width));
-    detail::gemmTiles<T, Op, Tile>(
-        p, [&](std::int64_t row, std::int64_t head, std::int64_t n0, std::int64_t nw,
-               const T *HECTOR_RESTRICT acc) {
-          T *HECTOR_RESTRICT w = work.data() + (row - base) * width + head * p.N + n0;
-#pragma omp simd
-          for (std::int64_t n = 0; n < nw; ++n)
-            w[n] = acc[n];
-        });
-    std::vector<Index> ptrBuf, rowsBuf;
-    const Index *ptr = p.scatterPtr, *rows = p.scatterRows;
-    if (!ptr || !rows) {
-      ptrBuf.resize(p.numOutRows + 1);
-      rowsBuf.resize(rowsTotal);
-      buildScatterCsr(p.scatter, base, base + rowsTotal, p.numOutRows, ptrBuf.data(),
-                      rowsBuf.data());
-      ptr = ptrBuf.data();
-      rows = rowsBuf.data();
-    }
-    const T *HECTOR_RESTRICT ws = work.data();
-#pragma omp parallel for schedule(dynamic, 64)
-    for (std::int64_t o = 0; o < p.numOutRows; ++o) {
-      T *HECTOR_RESTRICT c = p.C + o * p.ldc;
-      for (std::int64_t j = ptr[o]; j < ptr[o + 1]; ++j) {
-        const T *HECTOR_RESTRICT w = ws + (static_cast<std::int64_t>(rows[j]) - base) * width;
-#pragma omp simd
-        for (std::int64_t n = 0; n < width; ++n)
-          c[n] += w[n];
-      }
     }
   }
 }

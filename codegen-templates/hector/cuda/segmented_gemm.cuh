@@ -19,7 +19,6 @@
 #include "hector/kernel_common.h"
 #include "hector/cuda/schedule.cuh"
 
-#include <cub/device/device_radix_sort.cuh>
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -122,14 +121,13 @@ template <typename T, typename Tile, MathPath Path> struct TileMath {
 // Forward kernel
 //===----------------------------------------------------------------------===//
 
-/// Grid: x = row tiles (upper bound), y = column tiles, z = heads. `work` is
-/// the row-aligned buffer of `Scatter::kAccumulateIndex` (else unused).
+/// Grid: x = row tiles (upper bound), y = column tiles, z = heads.
 /// `onlySegment` >= 0 restricts the launch to that segment's tiles (x then
 /// counts from its first tile).
 template <typename T, BOp Op, Scatter Mode, typename Tile, MathPath Path, typename Index>
 __global__ void __launch_bounds__(Tile::kThreads)
     segmentedGemmKernel(GemmProblem<T, Index> p, const std::int64_t *__restrict__ tileStart,
-                        T *__restrict__ work, std::int64_t onlySegment) {
+                        std::int64_t onlySegment) {
   constexpr int BM = Tile::BM, BN = Tile::BN, BK = Tile::BK, NT = Tile::kThreads;
   using Math = TileMath<T, Tile, Path>;
   __shared__ SmemTiles<T, Tile> smem;
@@ -191,72 +189,30 @@ __global__ void __launch_bounds__(Tile::kThreads)
     __syncthreads();
   }
 
-  const std::int64_t width = p.heads * N;
-  std::int64_t base = 0;
-  if constexpr (Mode == Scatter::kAccumulateIndex)
-    base = p.segOffsets[0];
   Math::visit(acc, [&](int m, int n, T v) {
     const std::int64_t out = cRow[m], col = n0 + n;
     if (out < 0 || col >= N)
       return;
-    if constexpr (Mode == Scatter::kAccumulateIndex) {
-      work[(rowBegin + m - base) * width + head * N + col] = v;
-    } else {
-      T *c = p.C + out * p.ldc + head * N + col;
-      if constexpr (Mode == Scatter::kAccumulate || Mode == Scatter::kAccumulateIndexPerSegment)
-        *c += v;
-      else if constexpr (Mode == Scatter::kAtomicAccumulateIndex)
-        atomicAdd(c, v);
-      else
-        *c = v;
-    }
+    T *c = p.C + out * p.ldc + head * N + col;
+    if constexpr (Mode == Scatter::kStore)
+      *c = v;
+    else
+      *c += v;
   });
 }
 
-/// Deterministic scatter-accumulate: one warp per output row o adds, in
-/// increasing row order, the row-aligned results of the rows mapped to o:
-/// C[o] = (((C[o] + w[r0]) + w[r1]) + ...).
-template <typename T, typename Index>
-__global__ void scatterReduceKernel(const Index *__restrict__ ptr, const Index *__restrict__ rows,
-                                    std::int64_t numOut, const Index *__restrict__ segOffsets,
-                                    std::int64_t width, const T *__restrict__ work,
-                                    T *__restrict__ C, std::int64_t ldc) {
-  const std::int64_t warpsPerGrid = static_cast<std::int64_t>(gridDim.x) * (blockDim.x / 32);
-  const int lane = threadIdx.x % 32;
-  const std::int64_t base = segOffsets[0];
-  for (std::int64_t o = static_cast<std::int64_t>(blockIdx.x) * (blockDim.x / 32) +
-                        threadIdx.x / 32;
-       o < numOut; o += warpsPerGrid) {
-    const std::int64_t begin = ptr[o], end = ptr[o + 1];
-    if (begin == end)
-      continue;
-    for (std::int64_t c = lane; c < width; c += 32) {
-      T acc = C[o * ldc + c];
-      for (std::int64_t j = begin; j < end; ++j)
-        acc += work[(static_cast<std::int64_t>(rows[j]) - base) * width + c];
-      C[o * ldc + c] = acc;
-    }
-  }
-}
-
-/// Bytes of workspace `launchSegmentedGemm` needs: the tile schedule, plus
-/// the row-aligned result buffer for `Scatter::kAccumulateIndex`.
+/// Bytes of workspace `launchSegmentedGemm` needs: the tile schedule.
 template <typename T, Scatter Mode, typename Tile = typename DefaultGemmTile<T>::type,
           typename Index>
 std::size_t segmentedGemmWorkspaceBytes(const GemmProblem<T, Index> &p) {
-  std::size_t bytes = alignBytes((p.numSegments + 1) * sizeof(std::int64_t));
-  if (Mode == Scatter::kAccumulateIndex)
-    bytes += alignBytes(static_cast<std::size_t>(p.numRows * p.heads * p.N) * sizeof(T));
-  return bytes;
+  return alignBytes((p.numSegments + 1) * sizeof(std::int64_t));
 }
 
 /// Runs the segmented GEMM described by `p` (device pointers; see
-/// `GemmProblem`) on `stream`: the schedule kernel, the GEMM kernel, and for
-/// `Scatter::kAccumulateIndex` the deterministic reduction over the inverse
-/// scatter index (`p.scatterPtr` / `p.scatterRows`, required; see
-/// `buildScatterCsr`). `workspace` holds at least
-/// `segmentedGemmWorkspaceBytes<T, Mode, Tile>(p)` bytes. No host
-/// synchronisation, no device-to-host copy.
+/// `GemmProblem`) on `stream`: the schedule kernel, then the GEMM kernel (one
+/// launch per segment for `Scatter::kAccumulateIndexPerSegment`). `workspace`
+/// holds at least `segmentedGemmWorkspaceBytes<T, Mode, Tile>(p)` bytes. No
+/// host synchronisation, no device-to-host copy.
 template <typename T, BOp Op, Scatter Mode, typename Tile = typename DefaultGemmTile<T>::type,
           MathPath Path = MathPath::kSimt, typename Index>
 cudaError_t launchSegmentedGemm(const GemmProblem<T, Index> &p, void *workspace,
@@ -265,11 +221,7 @@ cudaError_t launchSegmentedGemm(const GemmProblem<T, Index> &p, void *workspace,
     return cudaSuccess;
   if (workspaceBytes < segmentedGemmWorkspaceBytes<T, Mode, Tile>(p))
     return cudaErrorInvalidValue;
-  if (Mode == Scatter::kAccumulateIndex && (!p.scatterPtr || !p.scatterRows))
-    return cudaErrorInvalidValue;
   auto *tileStart = static_cast<std::int64_t *>(workspace);
-  T *work = reinterpret_cast<T *>(static_cast<char *>(workspace) +
-                                  alignBytes((p.numSegments + 1) * sizeof(std::int64_t)));
   cudaError_t err = launchUnitOffsets(p.segOffsets, p.numSegments, Tile::BM, tileStart, stream);
   if (err != cudaSuccess)
     return err;
@@ -281,103 +233,14 @@ cudaError_t launchSegmentedGemm(const GemmProblem<T, Index> &p, void *workspace,
     // another on the stream, so no addition races and the order is fixed.
     for (std::int64_t s = 0; s < p.numSegments; ++s) {
       segmentedGemmKernel<T, Op, Mode, Tile, Path, Index>
-          <<<grid, Tile::kThreads, 0, stream>>>(p, tileStart, work, s);
+          <<<grid, Tile::kThreads, 0, stream>>>(p, tileStart, s);
       if ((err = cudaGetLastError()) != cudaSuccess)
         return err;
     }
     return cudaSuccess;
   }
   segmentedGemmKernel<T, Op, Mode, Tile, Path, Index>
-      <<<grid, Tile::kThreads, 0, stream>>>(p, tileStart, work, -1);
-  if ((err = cudaGetLastError()) != cudaSuccess)
-    return err;
-  if constexpr (Mode == Scatter::kAccumulateIndex) {
-    const int threads = 256;
-    const std::int64_t blocks = ceilDiv<std::int64_t>(p.numOutRows, threads / 32);
-    if (blocks > 0)
-      scatterReduceKernel<T, Index><<<static_cast<unsigned>(blocks < 65535 ? blocks : 65535),
-                                      threads, 0, stream>>>(
-          p.scatterPtr, p.scatterRows, p.numOutRows, p.segOffsets, p.heads * p.N, work, p.C,
-          p.ldc);
-    err = cudaGetLastError();
-  }
-  return err;
-}
-
-//===----------------------------------------------------------------------===//
-// Inverse scatter index (device)
-//===----------------------------------------------------------------------===//
-
-template <typename Index> __global__ void iotaKernel(Index *__restrict__ out, std::int64_t n) {
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
-    out[i] = static_cast<Index>(i);
-}
-
-/// ptr[o] = first position of a key >= o in the sorted keys, o in [0, numOut].
-template <typename Index>
-__global__ void lowerBoundsKernel(const Index *__restrict__ sortedKeys, std::int64_t n,
-                                  std::int64_t numOut, Index *__restrict__ ptr) {
-  for (std::int64_t o = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
-       o <= numOut; o += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    std::int64_t lo = 0, hi = n;
-    while (lo < hi) {
-      const std::int64_t mid = (lo + hi) / 2;
-      if (static_cast<std::int64_t>(sortedKeys[mid]) < o)
-        lo = mid + 1;
-      else
-        hi = mid;
-    }
-    ptr[o] = static_cast<Index>(lo);
-  }
-}
-
-/// Builds the inverse of a scatter index on the device (the CSR that
-/// `Scatter::kAccumulateIndex` reads): rows[ptr[o] .. ptr[o+1]) are the rows
-/// r in [0, numRows) with idx[r] == o, in increasing order. A stable radix
-/// sort of (idx, row) pairs, then a binary search per output row:
-/// deterministic, no atomics. Call with `tmp == nullptr` to get `tmpBytes`.
-/// For graph-shaped indices the runtime's CSR already is this inverse.
-template <typename Index>
-cudaError_t buildScatterCsr(const Index *idx, std::int64_t numRows, std::int64_t numOut,
-                            Index *ptr, Index *rows, void *tmp, std::size_t &tmpBytes,
-                            cudaStream_t stream) {
-  const std::size_t buf = alignBytes(static_cast<std::size_t>(numRows) * sizeof(Index));
-  int endBit = 1;
-  while (endBit < static_cast<int>(8 * sizeof(Index)) && (std::int64_t(1) << endBit) <= numOut)
-    ++endBit;
-  std::size_t sortBytes = 0;
-  cudaError_t err = cub::DeviceRadixSort::SortPairs(
-      nullptr, sortBytes, idx, static_cast<Index *>(nullptr), static_cast<const Index *>(nullptr),
-      static_cast<Index *>(nullptr), numRows, 0, endBit, stream);
-  if (err != cudaSuccess)
-    return err;
-  const std::size_t need = 2 * buf + alignBytes(sortBytes);
-  if (tmp == nullptr) {
-    tmpBytes = need;
-    return cudaSuccess;
-  }
-  if (tmpBytes < need)
-    return cudaErrorInvalidValue;
-  auto *iota = static_cast<Index *>(tmp);
-  auto *sortedKeys = reinterpret_cast<Index *>(static_cast<char *>(tmp) + buf);
-  void *sortTmp = static_cast<char *>(tmp) + 2 * buf;
-  const int threads = 256;
-  const std::int64_t rowBlocks = ceilDiv<std::int64_t>(numRows, threads);
-  if (rowBlocks > 0) {
-    iotaKernel<Index><<<static_cast<unsigned>(rowBlocks < 65535 ? rowBlocks : 65535), threads, 0,
-                        stream>>>(iota, numRows);
-    if ((err = cudaGetLastError()) != cudaSuccess)
-      return err;
-    err = cub::DeviceRadixSort::SortPairs(sortTmp, sortBytes, idx, sortedKeys,
-                                          static_cast<const Index *>(iota), rows, numRows, 0,
-                                          endBit, stream);
-    if (err != cudaSuccess)
-      return err;
-  }
-  const std::int64_t outBlocks = ceilDiv<std::int64_t>(numOut + 1, threads);
-  lowerBoundsKernel<Index><<<static_cast<unsigned>(outBlocks < 65535 ? outBlocks : 65535),
-                             threads, 0, stream>>>(sortedKeys, numRows, numOut, ptr);
+      <<<grid, Tile::kThreads, 0, stream>>>(p, tileStart, -1);
   return cudaGetLastError();
 }
 

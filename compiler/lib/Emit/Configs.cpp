@@ -107,7 +107,6 @@ FailureOr<GemmConfig> gemmConfig(GemmOp op) {
     if (unique && op.getSegment() == Slicing::Relation) {
       c.scatterMode = "kAccumulateIndexPerSegment";
       c.scatter = "g.unique" + uniqueSide;
-      c.numOutRows = "g.numNodes";
       return c;
     }
     break;

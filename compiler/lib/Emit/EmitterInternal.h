@@ -43,8 +43,7 @@ struct GemmConfig {
   int64_t strideB = 0;
   /// GraphView expressions (on `g`).
   std::string numSegments, segOffsets, numRows, rows = "nullptr", gather = "nullptr";
-  std::string scatterMode = "kStore", scatter = "nullptr", numOutRows = "0";
-  std::string scatterPtr = "nullptr", scatterRows = "nullptr";
+  std::string scatterMode = "kStore", scatter = "nullptr";
   /// Weight products read their segment offsets and gather from the kernel's aux arrays.
   bool weightProduct = false;
 };

@@ -52,9 +52,7 @@ static void printProblem(const Kernel &kernel, const GemmConfig &c, llvm::raw_os
      << "  p.A = in[0];\n  p.lda = " << c.heads * c.k << ";\n"
      << "  p.B = in[1];\n  p.strideB = " << c.strideB << ";\n"
      << "  p.C = out[0];\n  p.ldc = " << c.heads * c.n << ";\n"
-     << "  p.scatter = " << c.scatter << ";\n  p.numOutRows = " << c.numOutRows << ";\n"
-     << "  p.scatterPtr = " << c.scatterPtr << ";\n  p.scatterRows = " << c.scatterRows
-     << ";\n  return p;\n}\n\n";
+     << "  p.scatter = " << c.scatter << ";\n  return p;\n}\n\n";
 }
 
 /// The template's operation on B: as stored, or transposed.
