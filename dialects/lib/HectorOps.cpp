@@ -250,19 +250,29 @@ LogicalResult OutputOp::verify() {
 // Graph access, slicing and compaction
 //===----------------------------------------------------------------------===//
 
+/// The result type of `OpT`, which keeps its input's row shape: the input's rows in `space`.
+/// Fails unless `accepts` the input's space (`expected` names the spaces it takes).
+template <typename OpT>
+static LogicalResult inferRowsIn(std::optional<Location> location, Value input,
+                                 bool (*accepts)(Space), const char *expected, Space space,
+                                 SmallVectorImpl<Type> &inferred) {
+  auto type = dyn_cast<ValueType>(input.getType());
+  if (!type) // reported by the operand type constraints
+    return failure();
+  if (!accepts(type.getSpace()))
+    return inferError<OpT>(location, "input must be indexed by ", expected, ", got ",
+                           stringifySpace(type.getSpace()));
+  inferred.push_back(type.withSpace(space));
+  return success();
+}
+
 /// The result type of `OpT`, which reads node rows per edge end or per unique pair: the
 /// input's rows in `space`. Fails unless the input is node-indexed.
 template <typename OpT>
 static LogicalResult inferEndGather(std::optional<Location> location, Value input, Space space,
                                     SmallVectorImpl<Type> &inferred) {
-  auto type = dyn_cast<ValueType>(input.getType());
-  if (!type) // reported by the operand type constraints
-    return failure();
-  if (type.getSpace() != Space::Node)
-    return inferError<OpT>(location, "input must be indexed by nodes (node), got ",
-                           stringifySpace(type.getSpace()));
-  inferred.push_back(type.withSpace(space));
-  return success();
+  return inferRowsIn<OpT>(
+      location, input, [](Space s) { return s == Space::Node; }, "nodes (node)", space, inferred);
 }
 
 /// The node rows read on every edge through its source: `src` rows.
@@ -497,15 +507,9 @@ static LogicalResult checkEdgeIndexed(Operation *op, ValueType input) {
 template <typename OpT>
 static LogicalResult inferFromEdgeRows(std::optional<Location> location, Value input, Space space,
                                        SmallVectorImpl<Type> &inferred) {
-  auto type = dyn_cast<ValueType>(input.getType());
-  if (!type) // reported by the operand type constraints
-    return failure();
-  if (!isEdgeIndexed(type.getSpace()))
-    return inferError<OpT>(location,
-                           "input must be indexed by edges (src, dst, edge, unique_*), got ",
-                           stringifySpace(type.getSpace()));
-  inferred.push_back(type.withSpace(space));
-  return success();
+  return inferRowsIn<OpT>(
+      location, input, [](Space s) { return isEdgeIndexed(s); }, "edges (src, dst, edge, unique_*)",
+      space, inferred);
 }
 
 /// The edge rows reduced into their nodes: `node` rows of the input's shape.
