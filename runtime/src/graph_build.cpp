@@ -45,11 +45,12 @@ inline void chunkRange(int64_t n, int chunks, int c, int64_t &begin, int64_t &en
   end = n * (c + 1) / chunks;
 }
 
-/// Stable counting sort: out[k] = item(i) for the items i in [0, n) ordered by key(i) in
-/// [0, buckets), ties by i; offsets[b] (buckets + 1 entries, may be null) = the first position
-/// of bucket b.
-template <typename I, typename Key, typename Item>
-void countingSort(int64_t n, int64_t buckets, Key key, Item item, I *out, I *offsets) {
+/// Stable counting scatter: visits the items i in [0, n) ordered by key(i) in [0, buckets),
+/// ties by i, calling place(k, i) with k the item's position in that order; offsets[b]
+/// (buckets + 1 entries, may be null) = the first position of bucket b. Per-thread histograms
+/// over contiguous chunks, a prefix over buckets then chunks, a scatter.
+template <typename I, typename Key, typename Place>
+void countingScatter(int64_t n, int64_t buckets, Key key, Place place, I *offsets) {
   const int T = sortThreads(n, buckets);
   std::vector<int64_t> hist(static_cast<size_t>(T) * static_cast<size_t>(buckets), 0);
 #pragma omp parallel for num_threads(T) schedule(static, 1)
@@ -79,66 +80,40 @@ void countingSort(int64_t n, int64_t buckets, Key key, Item item, I *out, I *off
     chunkRange(n, T, t, begin, end);
     int64_t *h = hist.data() + static_cast<size_t>(t) * buckets;
     for (int64_t i = begin; i < end; ++i)
-      out[h[key(i)]++] = static_cast<I>(item(i));
+      place(h[key(i)]++, i);
   }
 }
 
-} // namespace
-
-namespace {
+/// Stable counting sort: out[k] = item(i) for the items i in [0, n) ordered by key(i) in
+/// [0, buckets), ties by i; offsets as countingScatter.
+template <typename I, typename Key, typename Item>
+void countingSort(int64_t n, int64_t buckets, Key key, Item item, I *out, I *offsets) {
+  countingScatter<I>(
+      n, buckets, key, [&](int64_t at, int64_t i) { out[at] = static_cast<I>(item(i)); }, offsets);
+}
 
 /// One pass of a stable LSD radix sort over records (key, id, src) held as three arrays: the
 /// records ordered by digit `(key >> shift) & mask`, ties by position. `read(i, key, id, src)`
 /// loads record i of the input, which has `n` records; the output goes to (outKey, outId,
-/// outSrc; outSrc null: records without a source). Per-thread histograms over contiguous
-/// chunks, as countingSort; at most 4,096 buckets, so the scatter writes a few thousand
-/// sequential streams that stay in the caches whatever the size of the graph.
+/// outSrc). At most 4,096 buckets, so the scatter writes a few thousand sequential streams that
+/// stay in the caches whatever the size of the graph.
 template <typename K, typename I, typename Read>
 void radixPass(int64_t n, int shift, K mask, Read read, K *outKey, I *outId, I *outSrc) {
-  const int64_t buckets = static_cast<int64_t>(mask) + 1;
-  const int T = sortThreads(n, buckets);
-  std::vector<int64_t> hist(static_cast<size_t>(T) * static_cast<size_t>(buckets), 0);
-#pragma omp parallel for num_threads(T) schedule(static, 1)
-  for (int t = 0; t < T; ++t) {
-    int64_t begin, end;
-    chunkRange(n, T, t, begin, end);
-    int64_t *h = hist.data() + static_cast<size_t>(t) * buckets;
+  auto digit = [&](int64_t i) {
     K key;
     I id, src;
-    for (int64_t i = begin; i < end; ++i) {
-      read(i, key, id, src);
-      ++h[(key >> shift) & mask];
-    }
-  }
-  int64_t running = 0;
-  for (int64_t b = 0; b < buckets; ++b)
-    for (int t = 0; t < T; ++t) {
-      int64_t &h = hist[static_cast<size_t>(t) * buckets + b];
-      const int64_t count = h;
-      h = running;
-      running += count;
-    }
-#pragma omp parallel for num_threads(T) schedule(static, 1)
-  for (int t = 0; t < T; ++t) {
-    int64_t begin, end;
-    chunkRange(n, T, t, begin, end);
-    int64_t *h = hist.data() + static_cast<size_t>(t) * buckets;
-    K key;
-    I id, src;
-    for (int64_t i = begin; i < end; ++i) {
-      read(i, key, id, src);
-      const int64_t at = h[(key >> shift) & mask]++;
-      outKey[at] = key;
-      outId[at] = id;
-      if (outSrc)
-        outSrc[at] = src;
-    }
-  }
+    read(i, key, id, src);
+    return static_cast<int64_t>((key >> shift) & mask);
+  };
+  countingScatter<I>(
+      n, static_cast<int64_t>(mask) + 1, digit,
+      [&](int64_t at, int64_t i) { read(i, outKey[at], outId[at], outSrc[at]); },
+      static_cast<I *>(nullptr));
 }
 
 /// Sorts `n` records (read(i, key, id, src): record i of the input, key <= largest) by key,
-/// stably, in ceil(bits / 12) radix passes that carry each record's id and (outSrc not null)
-/// source; the last pass writes them into outId and outSrc. Every pass streams its input: no
+/// stably, in ceil(bits / 12) radix passes that carry each record's id and source; the last
+/// pass writes them into outId and outSrc. Every pass streams its input: no
 /// random access to arrays of n entries, so the time grows with n even where those arrays
 /// exceed the caches. Returns the sorted keys.
 template <typename K, typename I, typename Read>
@@ -153,14 +128,14 @@ std::vector<K> radixSort(int64_t n, uint64_t largest, Read read, I *outId, I *ou
   // sources, which go straight to their arrays.
   std::vector<K> keyA(temp), keyB(passes > 1 ? temp : 0);
   std::vector<I> idA(passes > 1 ? temp : 0), idB(passes > 2 ? temp : 0);
-  std::vector<I> srcA(passes > 1 && outSrc ? temp : 0), srcB(passes > 2 && outSrc ? temp : 0);
+  std::vector<I> srcA(passes > 1 ? temp : 0), srcB(passes > 2 ? temp : 0);
   K *inKey = nullptr;
   const I *inId = nullptr, *inSrc = nullptr;
   for (int pass = 0; pass < passes; ++pass) {
     const bool last = pass == passes - 1, even = pass % 2 == 0;
     K *key = even ? keyA.data() : keyB.data();
     I *id = last ? outId : even ? idA.data() : idB.data();
-    I *src = !outSrc ? nullptr : last ? outSrc : even ? srcA.data() : srcB.data();
+    I *src = last ? outSrc : even ? srcA.data() : srcB.data();
     if (pass == 0)
       radixPass<K, I>(n, 0, mask, read, key, id, src);
     else
@@ -169,7 +144,7 @@ std::vector<K> radixSort(int64_t n, uint64_t largest, Read read, I *outId, I *ou
           [&](int64_t i, K &k, I &d, I &s) {
             k = inKey[i];
             d = inId[i];
-            s = inSrc ? inSrc[i] : I(0);
+            s = inSrc[i];
           },
           key, id, src);
     inKey = key;
