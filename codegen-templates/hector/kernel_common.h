@@ -209,17 +209,49 @@ template <typename Index = std::int64_t> struct EdgeRows {
 /// A compressed sparse row graph, by destination (incoming edges) or by
 /// source (outgoing edges): node v owns entries [rowPtr[v], rowPtr[v+1]),
 /// each naming an edge row `edge[j]` (the row of edge-indexed tables; j
-/// itself when `edge` is null) and the neighbour at the other end,
-/// `nbr[edge row]`.
+/// itself when `edge` is null) and the neighbour at the other end, `nbr[j]`
+/// (in CSR order, so that a traversal reads it in order).
+///
+/// When the entries of every node are grouped by relation, the (node, relation) runs are the
+/// unique pairs of that end: run k is the entries [runPtr[k], runPtr[k+1]) and pair runPair[k]
+/// (numRuns runs, in CSR order; null where the traversal does not need them).
 template <typename Index = std::int64_t> struct Csr {
   std::int64_t numNodes = 0;
   std::int64_t numEntries = 0;
   const Index *rowPtr = nullptr;
   const Index *edge = nullptr;
   const Index *nbr = nullptr;
+  std::int64_t numRuns = 0;
+  const Index *runPtr = nullptr;
+  const Index *runPair = nullptr;
 
   HECTOR_HD std::int64_t edgeAt(std::int64_t j) const {
     return edge ? static_cast<std::int64_t>(edge[j]) : j;
+  }
+  HECTOR_HD std::int64_t nbrAt(std::int64_t j) const { return static_cast<std::int64_t>(nbr[j]); }
+  /// The first run that starts at entry `j` or later (numRuns when none): a binary search.
+  HECTOR_HD std::int64_t firstRunFrom(std::int64_t j) const {
+    std::int64_t lo = 0, hi = numRuns;
+    while (lo < hi) {
+      const std::int64_t mid = lo + (hi - lo) / 2;
+      if (static_cast<std::int64_t>(runPtr[mid]) < j)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    return lo;
+  }
+  /// The node that owns entry `j` (j < numEntries): a binary search.
+  HECTOR_HD std::int64_t nodeOf(std::int64_t j) const {
+    std::int64_t lo = 0, hi = numNodes - 1;
+    while (lo < hi) {
+      const std::int64_t mid = lo + (hi - lo + 1) / 2;
+      if (static_cast<std::int64_t>(rowPtr[mid]) <= j)
+        lo = mid;
+      else
+        hi = mid - 1;
+    }
+    return lo;
   }
 };
 

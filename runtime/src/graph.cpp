@@ -64,8 +64,12 @@ struct Graph::State {
       return numNtypes + 1;
     case GraphLength::UniqueSrc:
       return numUniqueSrc;
+    case GraphLength::UniqueSrcPlus1:
+      return numUniqueSrc < 0 ? -1 : numUniqueSrc + 1;
     case GraphLength::UniqueDst:
       return numUniqueDst;
+    case GraphLength::UniqueDstPlus1:
+      return numUniqueDst + 1;
     case GraphLength::Two:
       return 2;
     }
@@ -284,6 +288,16 @@ void buildGroup(Graph::State &s, GraphGroup group) {
     made.push_back({GraphStructure::out_pos, outPos});
     break;
   }
+  case GraphGroup::OutDst: {
+    at::Tensor outDst = hostIndex(I, E), inPtr = host(GraphStructure::in_ptr);
+    at::Tensor outPos = host(GraphStructure::out_pos);
+    dispatchIndex(I, [&](auto tag) {
+      using T = decltype(tag);
+      graph_build::buildOutDst<T>(N, E, ptr<T>(inPtr), ptr<T>(outPos), ptr<T>(outDst));
+    });
+    made.push_back({GraphStructure::out_dst, outDst});
+    break;
+  }
   case GraphGroup::UniqueSrc:
   case GraphGroup::UniqueDst: {
     // The runs of the CSR by source (or by destination) are the pairs.
@@ -291,16 +305,18 @@ void buildGroup(Graph::State &s, GraphGroup group) {
     at::Tensor etype = host(GraphStructure::sorted_etype);
     at::Tensor rowPtr = host(src ? GraphStructure::out_ptr : GraphStructure::in_ptr);
     at::Tensor entryPos = src ? host(GraphStructure::out_pos) : at::Tensor();
-    at::Tensor node, inv = hostIndex(I, E), pairPtr = hostIndex(I, R + 1);
+    at::Tensor node, runPtr, run, inv = hostIndex(I, E), pairPtr = hostIndex(I, R + 1);
     int64_t U = 0;
     dispatchIndex(I, [&](auto tag) {
       using T = decltype(tag);
-      U = graph_build::buildPairs<T>(N, R, ptr<T>(rowPtr),
-                                     entryPos.defined() ? ptr<T>(entryPos) : nullptr, ptr<T>(etype),
-                                     ptr<T>(inv), ptr<T>(pairPtr), [&](int64_t n) {
-                                       node = hostIndex(I, n);
-                                       return ptr<T>(node);
-                                     });
+      U = graph_build::buildPairs<T>(
+          N, R, ptr<T>(rowPtr), entryPos.defined() ? ptr<T>(entryPos) : nullptr, ptr<T>(etype),
+          ptr<T>(inv), ptr<T>(pairPtr), [&](int64_t n) {
+            node = hostIndex(I, n);
+            runPtr = hostIndex(I, n + 1);
+            run = hostIndex(I, n);
+            return graph_build::PairArrays<T>{ptr<T>(node), ptr<T>(runPtr), ptr<T>(run)};
+          });
     });
     if (src) {
       s.numUniqueSrc = U;
@@ -308,12 +324,16 @@ void buildGroup(Graph::State &s, GraphGroup group) {
       made.push_back({GraphStructure::unique_src_ptr, pairPtr});
       made.push_back({GraphStructure::unique_src_inv, inv});
       made.push_back({GraphStructure::unique_src_range, range(U)});
+      made.push_back({GraphStructure::unique_src_run_ptr, runPtr});
+      made.push_back({GraphStructure::unique_src_run, run});
     } else {
       TORCH_CHECK(U == s.numUniqueDst, "hector::Graph: U_dst changed (internal error)");
       made.push_back({GraphStructure::unique_dst, node});
       made.push_back({GraphStructure::unique_dst_ptr, pairPtr});
       made.push_back({GraphStructure::unique_dst_inv, inv});
       made.push_back({GraphStructure::unique_dst_range, range(U)});
+      made.push_back({GraphStructure::unique_dst_run_ptr, runPtr});
+      made.push_back({GraphStructure::unique_dst_run, run});
     }
     break;
   }
@@ -341,7 +361,7 @@ void buildGroup(Graph::State &s, GraphGroup group) {
 
 /// The groups a group needs built first.
 GraphStructureMask dependencies(GraphGroup group) {
-  if (group == GraphGroup::UniqueSrc)
+  if (group == GraphGroup::UniqueSrc || group == GraphGroup::OutDst)
     return maskOf(GraphStructure::out_pos);
   return 0;
 }
@@ -505,7 +525,8 @@ int64_t Graph::bytesToBuild(GraphStructureMask mask) const {
     if ((mask >> k & 1) && !s_->has(k)) {
       const GraphGroup group = graphStructures()[k].group;
       groups[static_cast<int>(group)] = true;
-      if (group == GraphGroup::UniqueSrc && !s_->has(idx(GraphStructure::out_pos)))
+      if ((group == GraphGroup::UniqueSrc || group == GraphGroup::OutDst) &&
+          !s_->has(idx(GraphStructure::out_pos)))
         groups[static_cast<int>(GraphGroup::Out)] = true;
     }
   const int64_t indexBytes = s_->index == at::kInt ? 4 : 8;

@@ -273,6 +273,15 @@ void buildOut(int64_t numNodes, int64_t numEdges, const I *sortedSrc, const I *r
 }
 
 template <typename I>
+void buildOutDst(int64_t numNodes, int64_t numEdges, const I *inPtr, const I *outPos, I *outDst) {
+  std::vector<I> dst(static_cast<size_t>(numEdges));
+  buildDst<I>(numNodes, inPtr, dst.data());
+#pragma omp parallel for schedule(static)
+  for (int64_t j = 0; j < numEdges; ++j)
+    outDst[j] = dst[outPos[j]];
+}
+
+template <typename I>
 int64_t countRuns(int64_t numNodes, const I *rowPtr, const I *entryPos, const I *sortedEtype) {
   int64_t runs = 0;
 #pragma omp parallel for schedule(dynamic, 1024) reduction(+ : runs)
@@ -303,6 +312,7 @@ void buildNtype(int64_t numNodes, int64_t numNtypes, const I *ntype, I *perm, I 
   template void buildDst<I>(int64_t, const I *, I *);                                              \
   template void buildRelation<I>(int64_t, int64_t, const I *, I *, I *);                           \
   template void buildOut<I>(int64_t, int64_t, const I *, const I *, I *, I *);                     \
+  template void buildOutDst<I>(int64_t, int64_t, const I *, const I *, I *);                       \
   template int64_t countRuns<I>(int64_t, const I *, const I *, const I *);                         \
   template void buildNtype<I>(int64_t, int64_t, const I *, I *, I *);
 HECTOR_INSTANTIATE(int32_t)

@@ -49,15 +49,28 @@ template <typename I>
 void buildOut(int64_t numNodes, int64_t numEdges, const I *sortedSrc, const I *relRows, I *outPos,
               I *outPtr);
 
+/// outDst [E]: the destination of every entry of the CSR by source, in CSR order (from inPtr
+/// and outPos), so that a traversal of that CSR reads its neighbours in order.
+template <typename I>
+void buildOutDst(int64_t numNodes, int64_t numEdges, const I *inPtr, const I *outPos, I *outDst);
+
 /// The number of (node, relation) runs of a CSR whose entries are grouped by relation within
 /// each node (entryPos: null for the identity).
 template <typename I>
 int64_t countRuns(int64_t numNodes, const I *rowPtr, const I *entryPos, const I *sortedEtype);
 
+/// The arrays of U entries buildPairs fills once it knows U.
+template <typename I> struct PairArrays {
+  I *node;   ///< [U] the node of every pair
+  I *runPtr; ///< [U+1] CSR entries of every run, in CSR order
+  I *run;    ///< [U] the pair of every run, in CSR order
+};
+
 /// The unique (node, relation) pairs of a CSR (rowPtr; entryPos, null for the identity) whose
 /// entries are grouped by relation within each node, numbered by relation, then node. Returns
-/// their number; fills pairNode [U] (allocated by `allocate(U)`, which returns its pointer),
-/// pairInv [E] (the pair of every position) and pairPtr [R+1] (relation r's pairs).
+/// their number; fills pairInv [E] (the pair of every position), pairPtr [R+1] (relation r's
+/// pairs) and the PairArrays that `allocate(U)` returns: every pair's node, and the runs of the
+/// CSR in its own order (run k: entries [runPtr[k], runPtr[k+1]), pair run[k]).
 template <typename I, typename Allocate>
 int64_t buildPairs(int64_t numNodes, int64_t numRelations, const I *rowPtr, const I *entryPos,
                    const I *sortedEtype, I *pairInv, I *pairPtr, Allocate &&allocate);
@@ -97,6 +110,8 @@ int64_t buildPairs(int64_t numNodes, int64_t numRelations, const I *rowPtr, cons
   // Runs per (chunk of nodes, relation), then ids numbered by relation, then chunk, then node.
   std::vector<int64_t> next(static_cast<size_t>(C) * static_cast<size_t>(std::max<int64_t>(R, 1)),
                             0);
+  // The first run of every chunk, in CSR order (after the count: prefix sums).
+  std::vector<int64_t> firstRun(static_cast<size_t>(C) + 1, 0);
 #pragma omp parallel for schedule(dynamic, 1)
   for (int c = 0; c < C; ++c) {
     const int64_t vb = numNodes * c / C, ve = numNodes * (c + 1) / C;
@@ -105,12 +120,16 @@ int64_t buildPairs(int64_t numNodes, int64_t numRelations, const I *rowPtr, cons
       int64_t prev = -1;
       for (int64_t k = rowPtr[v]; k < static_cast<int64_t>(rowPtr[v + 1]); ++k) {
         const int64_t r = relOf[k];
-        if (r != prev)
+        if (r != prev) {
           ++count[r];
+          ++firstRun[c + 1];
+        }
         prev = r;
       }
     }
   }
+  for (int c = 0; c < C; ++c)
+    firstRun[c + 1] += firstRun[c];
   int64_t running = 0;
   for (int64_t r = 0; r < R; ++r) {
     pairPtr[r] = static_cast<I>(running);
@@ -122,18 +141,22 @@ int64_t buildPairs(int64_t numNodes, int64_t numRelations, const I *rowPtr, cons
     }
   }
   pairPtr[R] = static_cast<I>(running);
-  I *pairNode = allocate(running);
+  const PairArrays<I> out = allocate(running);
+  out.runPtr[running] = static_cast<I>(entries);
 #pragma omp parallel for schedule(dynamic, 1)
   for (int c = 0; c < C; ++c) {
     const int64_t vb = numNodes * c / C, ve = numNodes * (c + 1) / C;
     int64_t *at = next.data() + static_cast<size_t>(c) * R;
+    int64_t runAt = firstRun[c];
     for (int64_t v = vb; v < ve; ++v) {
       int64_t prev = -1, id = -1;
       for (int64_t k = rowPtr[v]; k < static_cast<int64_t>(rowPtr[v + 1]); ++k) {
         const int64_t r = relOf[k];
         if (r != prev) {
           id = at[r]++;
-          pairNode[id] = static_cast<I>(v);
+          out.node[id] = static_cast<I>(v);
+          out.runPtr[runAt] = static_cast<I>(k);
+          out.run[runAt++] = static_cast<I>(id);
           prev = r;
         }
         pairInv[entryPos ? static_cast<int64_t>(entryPos[k]) : k] = static_cast<I>(id);

@@ -23,7 +23,7 @@
 // CHECK:      hector.output
 // CPP-LABEL: // two_sums_k0_pair_traversal_r2
 // CPP:       const std::int64_t e = ce.edge, v = ce.node, rel = etype[e], src = ce.nbr, dst = ce.csrNode;
-// CPP:       ::hector::emit::cpu::pairTraversal(g.inCsr(), g.sortedEtype, g.uniqueDstInv, f);
+// CPP:       ::hector::emit::cpu::pairTraversal(g.inPairCsr(), f);
 hector.layer @two_sums {
   %x = hector.input "x" : !hector.value<node, [8]>
   %c = hector.input "c" : !hector.value<edge, []>
@@ -64,7 +64,7 @@ hector.layer @stored {
 // CHECK:        hector.dst
 // CHECK:        hector.reduce %{{[0-9]+}} : !hector.value<edge, [4]> -> !hector.value<unique_src, [4]>
 // CPP-LABEL: // aggregate_inside_k1_pair_traversal_r1
-// CPP:       ::hector::emit::cpu::pairTraversal(g.outCsr(), g.sortedEtype, g.uniqueSrcInv, f);
+// CPP:       ::hector::emit::cpu::pairTraversal(g.outPairCsr(), f);
 hector.layer @aggregate_inside {
   %c = hector.input "c" : !hector.value<edge, [4]>
   %0 = hector.aggregate max %c by dst : !hector.value<edge, [4]> -> !hector.value<node, [4]>

@@ -45,12 +45,18 @@ def reference(src, dst, etype, n, r, ntype=None, t=1):
     ref["rel_ptr"] = [sum(1 for x in s_et if x < q) for q in range(r + 1)]
     ref["out_pos"] = sorted(range(e), key=lambda p: (s_src[p], s_et[p], p))
     ref["out_ptr"] = [sum(1 for x in s_src if x < i) for i in range(n + 1)]
-    for side, nodes in (("src", s_src), ("dst", s_dst)):
+    ref["out_dst"] = [s_dst[p] for p in ref["out_pos"]]
+    for side, nodes, entries in (("src", s_src, ref["out_pos"]), ("dst", s_dst, range(e))):
         flat = sorted({(s_et[p], nodes[p]) for p in range(e)})        # by relation, then node
         ref[f"unique_{side}"] = [v for _, v in flat]
         ref[f"unique_{side}_ptr"] = [sum(1 for q, _ in flat if q < x) for x in range(r + 1)]
         ref[f"unique_{side}_inv"] = [flat.index((s_et[p], nodes[p])) for p in range(e)]
         ref[f"unique_{side}_range"] = [0, len(flat)]
+        # The runs of the CSR of this end (entries in CSR order): where the pair changes.
+        pairs = [flat.index((s_et[p], nodes[p])) for p in entries]
+        starts = [j for j in range(e) if j == 0 or pairs[j] != pairs[j - 1]]
+        ref[f"unique_{side}_run_ptr"] = starts + [e]
+        ref[f"unique_{side}_run"] = [pairs[j] for j in starts]
     types = [0] * n if ntype is None else ntype.tolist()
     ref["ntype"] = types
     ref["ntype_perm"] = sorted(range(n), key=lambda v: (types[v], v))
@@ -100,17 +106,20 @@ def test_structures_are_built_on_first_use():
     assert g.nbytes == sum(t.nbytes for t in g.tensors().values())
     g.unique_dst_inv                             # one structure builds its group
     assert g.built() == base + ["unique_dst", "unique_dst_ptr", "unique_dst_inv",
-                                "unique_dst_range"]
+                                "unique_dst_range", "unique_dst_run_ptr", "unique_dst_run"]
     g.require("unique_src")                      # which needs the CSR by source
-    assert {"out_ptr", "out_pos", "unique_src_inv"} <= set(g.built())
-    assert "rel_rows" not in g.built() and "sorted_dst" not in g.built()
+    assert {"out_ptr", "out_pos", "unique_src_inv", "unique_src_run"} <= set(g.built())
+    assert not {"rel_rows", "sorted_dst", "out_dst"} & set(g.built())
+    g.out_dst                                    # its own group, on the CSR by source
+    assert "out_dst" in g.built() and "sorted_dst" not in g.built()
     with pytest.raises(ValueError, match="no structure named 'in_eid'"):
         g.require("in_eid")
 
 
 def test_memory_layout():
     """int32 structures: the base holds half the bytes of the int64 COO (three arrays of E and
-    the CSR pointer); every structure together 8 E-arrays, 2 pair arrays and a few of N."""
+    the CSR pointer); every structure together 9 E-arrays, 3 arrays per pair (node, run, run
+    start) and a few of N."""
     torch.manual_seed(0)
     n, e, r = 5000, 60000, 8
     src, dst, etype = torch.randint(0, n, (e,)), torch.randint(0, n, (e,)), torch.randint(0, r, (e,))
@@ -119,7 +128,7 @@ def test_memory_layout():
     assert g.nbytes <= 0.5 * 24 * e + 4 * (n + 5)
     g.require(*hector.graph._fields()[0])
     us, ud = g.num_unique_src, g.num_unique_dst
-    assert g.nbytes == 4 * (8 * e + us + ud + 4 * (n + 1) - 2 + 3 * (r + 1) + 2 + 8)
+    assert g.nbytes == 4 * (9 * e + 3 * (us + ud) + 2 + 4 * (n + 1) - 2 + 3 * (r + 1) + 2 + 8)
 
 
 def test_awkward_cases_are_present():

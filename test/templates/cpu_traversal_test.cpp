@@ -131,8 +131,7 @@ TEMPLATE_TEST_CASE("pair traversal: a unique pair's edges, both ends", "[cpu][tr
     const I64 U = static_cast<I64>((srcSide ? g.srcPairNode : g.dstPairNode).size());
     std::vector<T> out(U * D, T(-9));
     std::vector<std::int64_t> degree(U, -1);
-    const Csr<I64> csr = srcSide ? g.outCsr() : g.inCsr();
-    emit::cpu::pairTraversal(csr, g.sortedRel.data(), inv.data(),
+    emit::cpu::pairTraversal(g.pairCsr(srcSide),
                              WeightedSum<T, D>{w.data(), x.data(), out.data(), degree.data()});
     std::vector<long double> want(U * D, 0.0L);
     std::vector<std::int64_t> wantDegree(U, 0);
@@ -158,19 +157,17 @@ TEMPLATE_TEST_CASE("run sums: edges into unique pairs and pairs into nodes", "[c
       const std::vector<I64> &inv = srcSide ? g.srcPairInv : g.dstPairInv;
       const std::vector<I64> &node = srcSide ? g.srcPairNode : g.dstPairNode;
       const I64 U = static_cast<I64>(node.size());
-      const Csr<I64> csr = srcSide ? g.outCsr() : g.inCsr();
+      const Csr<I64> csr = g.pairCsr(srcSide);
       auto edgeRows = randomVector<T>(g.numEdges * width, rng);
       std::vector<T> pairs(U * width, T(-9));
-      runSum<T, I64>(csr, g.sortedRel.data(), inv.data(), edgeRows.data(), width, pairs.data(),
-                     /*toNodes=*/false);
+      runSum<T, I64>(csr, edgeRows.data(), width, pairs.data(), /*toNodes=*/false);
       std::vector<long double> wantPairs(U * width, 0.0L);
       for (I64 p = 0; p < g.numEdges; ++p)
         for (I64 c = 0; c < width; ++c)
           wantPairs[inv[p] * width + c] += edgeRows[p * width + c];
       auto pairRows = randomVector<T>(U * width, rng);
       std::vector<T> nodes(g.numNodes * width, T(-9));
-      runSum<T, I64>(csr, g.sortedRel.data(), inv.data(), pairRows.data(), width, nodes.data(),
-                     /*toNodes=*/true);
+      runSum<T, I64>(csr, pairRows.data(), width, nodes.data(), /*toNodes=*/true);
       std::vector<long double> wantNodes(g.numNodes * width, 0.0L);
       for (I64 u = 0; u < U; ++u)
         for (I64 c = 0; c < width; ++c)
@@ -222,11 +219,10 @@ TEST_CASE("traversals are deterministic across thread counts", "[cpu][traversal]
     std::vector<std::int64_t> degree(U);
     emit::cpu::nodeTraversal<3>(g.inCsr(),
                                 SoftmaxAggregate<T, H, D>{s.data(), z.data(), nodes.data()});
-    emit::cpu::pairTraversal(g.outCsr(), g.sortedRel.data(), g.srcPairInv.data(),
+    emit::cpu::pairTraversal(g.pairCsr(true),
                              WeightedSum<T, D>{w.data(), z.data(), pairs.data(), degree.data()});
     std::vector<T> pairRows(U * H * D, T(1.5));
-    runSum<T, I64>(g.outCsr(), g.sortedRel.data(), g.srcPairInv.data(), pairRows.data(), H * D,
-                   sums.data(), true);
+    runSum<T, I64>(g.pairCsr(true), pairRows.data(), H * D, sums.data(), true);
     if (firstNodes.empty()) {
       firstNodes = nodes;
       firstPairs = pairs;

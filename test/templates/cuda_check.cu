@@ -228,15 +228,15 @@ void checkWeightGrad(const std::vector<I64> &sizes, I64 K, I64 N, I64 heads, I64
 //===----------------------------------------------------------------------===//
 
 struct DeviceGraph {
-  DeviceBuffer<I64> perm, inPtr, src, dst, rel, outPtr, outPos, srcPairNode, srcPairPtr,
-      srcPairInv, dstPairNode, dstPairPtr, dstPairInv;
+  DeviceBuffer<I64> perm, inPtr, src, outDst, rel, outPtr, outPos, srcPairNode, srcPairPtr,
+      dstPairNode, dstPairPtr, srcRunPtr, srcRun, dstRunPtr, dstRun;
   const Graph &g;
   explicit DeviceGraph(const Graph &graph)
-      : perm(graph.perm), inPtr(graph.inPtr), src(graph.sortedSrc), dst(graph.sortedDst),
+      : perm(graph.perm), inPtr(graph.inPtr), src(graph.sortedSrc), outDst(graph.outDst),
         rel(graph.sortedRel), outPtr(graph.outPtr), outPos(graph.outPos),
         srcPairNode(graph.srcPairNode), srcPairPtr(graph.srcPairPtr),
-        srcPairInv(graph.srcPairInv), dstPairNode(graph.dstPairNode),
-        dstPairPtr(graph.dstPairPtr), dstPairInv(graph.dstPairInv), g(graph) {}
+        dstPairNode(graph.dstPairNode), dstPairPtr(graph.dstPairPtr), srcRunPtr(graph.srcRunPtr),
+        srcRun(graph.srcRun), dstRunPtr(graph.dstRunPtr), dstRun(graph.dstRun), g(graph) {}
   EdgeRows<I64> edges() const {
     EdgeRows<I64> r = g.edges();
     r.groupPtr = inPtr.ptr;
@@ -252,7 +252,16 @@ struct DeviceGraph {
     return r;
   }
   Csr<I64> inCsr() const { return {g.numNodes, g.numEdges, inPtr.ptr, nullptr, src.ptr}; }
-  Csr<I64> outCsr() const { return {g.numNodes, g.numEdges, outPtr.ptr, outPos.ptr, dst.ptr}; }
+  Csr<I64> outCsr() const {
+    return {g.numNodes, g.numEdges, outPtr.ptr, outPos.ptr, outDst.ptr};
+  }
+  Csr<I64> pairCsr(bool srcSide) const {
+    Csr<I64> c = srcSide ? outCsr() : inCsr();
+    c.numRuns = static_cast<I64>((srcSide ? g.srcRun : g.dstRun).size());
+    c.runPtr = srcSide ? srcRunPtr.ptr : dstRunPtr.ptr;
+    c.runPair = srcSide ? srcRun.ptr : dstRun.ptr;
+    return c;
+  }
 };
 
 template <typename T> void checkTraversals(std::mt19937_64 &rng) {
@@ -304,21 +313,17 @@ template <typename T> void checkTraversals(std::mt19937_64 &rng) {
 
   for (bool srcSide : {true, false}) { // pair traversal and run sums over unique pairs
     constexpr int W = 16;
-    const std::vector<I64> &inv = srcSide ? g.srcPairInv : g.dstPairInv;
     const I64 U = static_cast<I64>((srcSide ? g.srcPairNode : g.dstPairNode).size());
-    const Csr<I64> hc = srcSide ? g.outCsr() : g.inCsr(), dc = srcSide ? dg.outCsr() : dg.inCsr();
-    const I64 *dInv = srcSide ? dg.srcPairInv.ptr : dg.dstPairInv.ptr;
+    const Csr<I64> hc = g.pairCsr(srcSide), dc = dg.pairCsr(srcSide);
     auto w = randomVector<T>(g.numEdges, rng), x = randomVector<T>(g.numNodes * W, rng);
     std::vector<T> want(U * W);
     std::vector<std::int64_t> degree(U);
-    hector::emit::cpu::pairTraversal(hc, g.sortedRel.data(), inv.data(),
-                                     WeightedSum<T, W>{w.data(), x.data(), want.data(),
-                                                       degree.data()});
+    hector::emit::cpu::pairTraversal(
+        hc, WeightedSum<T, W>{w.data(), x.data(), want.data(), degree.data()});
     DeviceBuffer<T> dw(w), dx(x), dOut(U * W);
     DeviceBuffer<std::int64_t> dDegree(U);
     checkCuda(hector::emit::gpu::launchPairTraversal(
-                  dc, dg.rel.ptr, dInv,
-                  WeightedSum<T, W>{dw.ptr, dx.ptr, dOut.ptr, dDegree.ptr}, nullptr),
+                  dc, WeightedSum<T, W>{dw.ptr, dx.ptr, dOut.ptr, dDegree.ptr}, nullptr),
               "pair traversal");
     checkCuda(cudaDeviceSynchronize(), "pair traversal sync");
     const std::string side = srcSide ? "source" : "destination";
@@ -328,17 +333,13 @@ template <typename T> void checkTraversals(std::mt19937_64 &rng) {
 
     auto edgeRows = randomVector<T>(g.numEdges * W, rng), pairRows = randomVector<T>(U * W, rng);
     std::vector<T> wantPairs(U * W), wantNodes(g.numNodes * W);
-    cpu::runSum<T, I64>(hc, g.sortedRel.data(), inv.data(), edgeRows.data(), W, wantPairs.data(),
-                        false);
-    cpu::runSum<T, I64>(hc, g.sortedRel.data(), inv.data(), pairRows.data(), W, wantNodes.data(),
-                        true);
+    cpu::runSum<T, I64>(hc, edgeRows.data(), W, wantPairs.data(), false);
+    cpu::runSum<T, I64>(hc, pairRows.data(), W, wantNodes.data(), true);
     DeviceBuffer<T> dEdgeRows(edgeRows), dPairRows(pairRows), dPairs(U * W),
         dNodes(g.numNodes * W);
-    checkCuda(gpu::launchRunSum<T, I64>(dc, dg.rel.ptr, dInv, dEdgeRows.ptr, W, dPairs.ptr, false,
-                                        nullptr),
+    checkCuda(gpu::launchRunSum<T, I64>(dc, dEdgeRows.ptr, W, dPairs.ptr, false, nullptr),
               "run sum");
-    checkCuda(gpu::launchRunSum<T, I64>(dc, dg.rel.ptr, dInv, dPairRows.ptr, W, dNodes.ptr, true,
-                                        nullptr),
+    checkCuda(gpu::launchRunSum<T, I64>(dc, dPairRows.ptr, W, dNodes.ptr, true, nullptr),
               "run sum");
     checkCuda(cudaDeviceSynchronize(), "run sum sync");
     report("run sum edges into " + side + " pairs " + t, maxRelError(dPairs.download(), wantPairs),

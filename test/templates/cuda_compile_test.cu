@@ -36,9 +36,8 @@ template <typename T, typename Index> void traversals(cudaStream_t s) {
   launchEdgeMap(edges, AttentionLogit<T>{}, s);
   emit::gpu::launchNodeTraversal<3>(csr, SoftmaxAggregate<T, 4, 16>{}, s);
   emit::gpu::launchNodeTraversal<1>(csr, WeightedSum<T, 64>{}, s);
-  emit::gpu::launchPairTraversal(csr, static_cast<const Index *>(nullptr),
-                                 static_cast<const Index *>(nullptr), WeightedSum<T, 64>{}, s);
-  launchRunSum<T, Index>(csr, nullptr, nullptr, nullptr, 64, nullptr, true, s);
+  emit::gpu::launchPairTraversal(csr, WeightedSum<T, 64>{}, s);
+  launchRunSum<T, Index>(csr, nullptr, 64, nullptr, true, s);
 }
 
 template <typename T, typename Index> void everything(cudaStream_t s) {

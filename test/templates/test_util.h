@@ -103,9 +103,11 @@ struct Graph {
   std::vector<I64> src, dst, rel;    // by user edge id
   std::vector<I64> perm;             // position -> user edge id
   std::vector<I64> inPtr, sortedSrc, sortedDst, sortedRel; // by position
-  std::vector<I64> outPtr, outPos;   // CSR by source
+  std::vector<I64> outPtr, outPos, outDst;                 // CSR by source (outDst: by CSR entry)
   /// Unique pairs of each end: node of every pair, relation offsets, every position's pair.
   std::vector<I64> srcPairNode, srcPairPtr, srcPairInv, dstPairNode, dstPairPtr, dstPairInv;
+  /// The pairs as runs of each CSR, in CSR order: entry offsets and every run's pair.
+  std::vector<I64> srcRunPtr, srcRun, dstRunPtr, dstRun;
 
   EdgeRows<I64> edges() const {
     EdgeRows<I64> r;
@@ -128,9 +130,32 @@ struct Graph {
   }
   Csr<I64> inCsr() const { return {numNodes, numEdges, inPtr.data(), nullptr, sortedSrc.data()}; }
   Csr<I64> outCsr() const {
-    return {numNodes, numEdges, outPtr.data(), outPos.data(), sortedDst.data()};
+    return {numNodes, numEdges, outPtr.data(), outPos.data(), outDst.data()};
+  }
+  /// The CSR of one end with its runs (the unique pairs of that end).
+  Csr<I64> pairCsr(bool srcSide) const {
+    Csr<I64> c = srcSide ? outCsr() : inCsr();
+    const std::vector<I64> &run = srcSide ? srcRun : dstRun;
+    c.numRuns = static_cast<I64>(run.size());
+    c.runPtr = (srcSide ? srcRunPtr : dstRunPtr).data();
+    c.runPair = run.data();
+    return c;
   }
 };
+
+/// The runs of a CSR (entries grouped by relation within each node), in CSR order.
+inline void csrRuns(const Graph &g, const Csr<I64> &csr, const std::vector<I64> &inv,
+                    std::vector<I64> &runPtr, std::vector<I64> &run) {
+  runPtr.clear();
+  run.clear();
+  for (I64 v = 0; v < g.numNodes; ++v)
+    for (I64 j = csr.rowPtr[v]; j < csr.rowPtr[v + 1]; ++j)
+      if (j == csr.rowPtr[v] || g.sortedRel[csr.edgeAt(j)] != g.sortedRel[csr.edgeAt(j - 1)]) {
+        runPtr.push_back(j);
+        run.push_back(inv[csr.edgeAt(j)]);
+      }
+  runPtr.push_back(g.numEdges);
+}
 
 /// The unique (node, relation) pairs of a CSR's entries: numbered by relation, then node.
 inline void uniquePairs(const Graph &g, const std::vector<I64> &nodeOf, std::vector<I64> &node,
@@ -194,8 +219,12 @@ inline Graph randomGraph(I64 numNodes, I64 numEdges, I64 numRelations, std::mt19
     return std::make_pair(g.sortedSrc[a], g.sortedRel[a]) <
            std::make_pair(g.sortedSrc[b], g.sortedRel[b]);
   });
+  for (I64 p : g.outPos)
+    g.outDst.push_back(g.sortedDst[p]);
   uniquePairs(g, g.sortedSrc, g.srcPairNode, g.srcPairPtr, g.srcPairInv);
   uniquePairs(g, g.sortedDst, g.dstPairNode, g.dstPairPtr, g.dstPairInv);
+  csrRuns(g, g.outCsr(), g.srcPairInv, g.srcRunPtr, g.srcRun);
+  csrRuns(g, g.inCsr(), g.dstPairInv, g.dstRunPtr, g.dstRun);
   return g;
 }
 

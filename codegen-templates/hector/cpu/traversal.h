@@ -45,42 +45,45 @@ template <typename Index, typename F> void edgeMap(const EdgeRows<Index> &g, F &
   }
 }
 
-/// Sums over the (node, relation) runs of a CSR whose entries are grouped by relation within
-/// each node (the unique pairs: `inv` names every edge's pair). `toNodes`: out[v] = sum of
-/// in[pair] over the pairs of node v, in relation order; else out[pair] = sum of in[edge] over
-/// the pair's edges, in CSR order. Rows of `width` elements; each output row is summed by one
-/// thread in order: deterministic. A node without entries (or a pair without edges) yields 0.
+/// Nodes handed to a thread at a time by `runSum`.
+constexpr std::int64_t kRunSumChunk = 64;
+
+/// Sums over the (node, relation) runs of a CSR with runs (g.runPtr, g.runPair: the unique
+/// pairs). `toNodes`: out[v] = sum of in[pair] over the pairs of node v, in relation order; else
+/// out[pair] = sum of in[edge] over the pair's edges, in CSR order. Rows of `width` elements;
+/// each output row is summed by one thread in order: deterministic. A node without entries (or a
+/// pair without edges) yields 0.
 template <typename T, typename Index>
-void runSum(const Csr<Index> &g, const Index *etype, const Index *inv, const T *in,
-            std::int64_t width, T *out, bool toNodes) {
-#pragma omp parallel for schedule(dynamic, 64)
-  for (std::int64_t v = 0; v < g.numNodes; ++v) {
-    const std::int64_t begin = g.rowPtr[v], end = g.rowPtr[v + 1];
-    T *HECTOR_RESTRICT node = out + v * width;
-    if (toNodes)
-      std::fill(node, node + width, T(0));
-    for (std::int64_t j = begin; j < end;) {
-      const std::int64_t first = g.edgeAt(j);
-      const std::int64_t rel = etype[first], pair = inv[first];
-      std::int64_t k = j + 1;
-      while (k < end && static_cast<std::int64_t>(etype[g.edgeAt(k)]) == rel)
-        ++k;
-      if (toNodes) {
-        const T *HECTOR_RESTRICT x = in + pair * width;
-#pragma omp simd
-        for (std::int64_t c = 0; c < width; ++c)
-          node[c] += x[c];
-      } else {
-        T *HECTOR_RESTRICT o = out + pair * width;
-        std::fill(o, o + width, T(0));
-        for (std::int64_t i = j; i < k; ++i) {
-          const T *HECTOR_RESTRICT x = in + g.edgeAt(i) * width;
+void runSum(const Csr<Index> &g, const T *in, std::int64_t width, T *out, bool toNodes) {
+  const std::int64_t numChunks = ceilDiv<std::int64_t>(g.numNodes, kRunSumChunk);
+#pragma omp parallel for schedule(dynamic, 1)
+  for (std::int64_t chunk = 0; chunk < numChunks; ++chunk) {
+    const std::int64_t vb = chunk * kRunSumChunk;
+    const std::int64_t ve = std::min<std::int64_t>(g.numNodes, vb + kRunSumChunk);
+    std::int64_t k = g.firstRunFrom(g.rowPtr[vb]);
+    for (std::int64_t v = vb; v < ve; ++v) {
+      const std::int64_t end = g.rowPtr[v + 1];
+      T *HECTOR_RESTRICT node = out + v * width;
+      if (toNodes)
+        std::fill(node, node + width, T(0));
+      for (; k < g.numRuns && static_cast<std::int64_t>(g.runPtr[k]) < end; ++k) {
+        const std::int64_t pair = g.runPair[k];
+        if (toNodes) {
+          const T *HECTOR_RESTRICT x = in + pair * width;
 #pragma omp simd
           for (std::int64_t c = 0; c < width; ++c)
-            o[c] += x[c];
+            node[c] += x[c];
+        } else {
+          T *HECTOR_RESTRICT o = out + pair * width;
+          std::fill(o, o + width, T(0));
+          for (std::int64_t i = g.runPtr[k]; i < static_cast<std::int64_t>(g.runPtr[k + 1]); ++i) {
+            const T *HECTOR_RESTRICT x = in + g.edgeAt(i) * width;
+#pragma omp simd
+            for (std::int64_t c = 0; c < width; ++c)
+              o[c] += x[c];
+          }
         }
       }
-      j = k;
     }
   }
 }

@@ -89,36 +89,32 @@ template <typename T> __device__ __forceinline__ T warpMax(T x) {
 // Sums over the unique pairs of a CSR
 //===----------------------------------------------------------------------===//
 
-/// The CUDA form of cpu::runSum: a warp per CSR node (grid-stride); lane l sums columns l,
-/// l + 32, ... in order. Deterministic, no atomics.
+/// The CUDA form of cpu::runSum: a warp per CSR node (grid-stride), its runs found by a binary
+/// search of g.runPtr; lane l sums columns l, l + 32, ... in order. Deterministic, no atomics.
 template <typename T, typename Index>
 __global__ void __launch_bounds__(kTraversalThreads)
-    runSumKernel(Csr<Index> g, const Index *__restrict__ etype, const Index *__restrict__ inv,
-                 const T *__restrict__ in, std::int64_t width, T *__restrict__ out,
+    runSumKernel(Csr<Index> g, const T *__restrict__ in, std::int64_t width, T *__restrict__ out,
                  bool toNodes) {
   const int lane = threadIdx.x % 32;
   const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * (blockDim.x / 32);
   for (std::int64_t v = static_cast<std::int64_t>(blockIdx.x) * (blockDim.x / 32) +
                         threadIdx.x / 32;
        v < g.numNodes; v += warps) {
-    const std::int64_t begin = g.rowPtr[v], end = g.rowPtr[v + 1];
+    const std::int64_t end = g.rowPtr[v + 1];
+    const std::int64_t first = g.firstRunFrom(g.rowPtr[v]);
     for (std::int64_t c = lane; c < width; c += 32) {
       T node = T(0);
-      for (std::int64_t j = begin; j < end;) {
-        const std::int64_t first = g.edgeAt(j);
-        const std::int64_t rel = etype[first], pair = inv[first];
-        std::int64_t k = j + 1;
-        while (k < end && static_cast<std::int64_t>(etype[g.edgeAt(k)]) == rel)
-          ++k;
+      for (std::int64_t k = first; k < g.numRuns && static_cast<std::int64_t>(g.runPtr[k]) < end;
+           ++k) {
+        const std::int64_t pair = g.runPair[k];
         if (toNodes) {
           node += in[pair * width + c];
         } else {
           T acc = T(0);
-          for (std::int64_t i = j; i < k; ++i)
+          for (std::int64_t i = g.runPtr[k]; i < static_cast<std::int64_t>(g.runPtr[k + 1]); ++i)
             acc += in[g.edgeAt(i) * width + c];
           out[pair * width + c] = acc;
         }
-        j = k;
       }
       if (toNodes)
         out[v * width + c] = node;
@@ -128,13 +124,13 @@ __global__ void __launch_bounds__(kTraversalThreads)
 
 /// Launches `runSumKernel` on `stream` (see cpu::runSum for the contract).
 template <typename T, typename Index>
-cudaError_t launchRunSum(const Csr<Index> &g, const Index *etype, const Index *inv, const T *in,
-                         std::int64_t width, T *out, bool toNodes, cudaStream_t stream) {
+cudaError_t launchRunSum(const Csr<Index> &g, const T *in, std::int64_t width, T *out,
+                         bool toNodes, cudaStream_t stream) {
   if (g.numNodes == 0 || width == 0)
     return cudaSuccess;
   runSumKernel<T, Index>
       <<<traversalBlocks(g.numNodes, kTraversalThreads / 32), kTraversalThreads, 0, stream>>>(
-          g, etype, inv, in, width, out, toNodes);
+          g, in, width, out, toNodes);
   return cudaGetLastError();
 }
 

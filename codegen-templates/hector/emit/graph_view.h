@@ -45,10 +45,35 @@ template <typename I> struct GraphView {
   tmpl::EdgeRows<I> uniqueDstPairs() const { return pairsOf(numUniqueDst, uniqueDstPtr, uniqueDst); }
   /// Incoming edges of every node: the positions in_ptr[v] .. (neighbour: the source).
   tmpl::Csr<I> inCsr() const { return {numNodes, numEdges, inPtr, nullptr, sortedSrc}; }
-  /// Outgoing edges of every node (neighbour: the destination).
-  tmpl::Csr<I> outCsr() const { return {numNodes, numEdges, outPtr, outPos, sortedDst}; }
+  /// Outgoing edges of every node (neighbour: the destination, in CSR order).
+  tmpl::Csr<I> outCsr() const { return {numNodes, numEdges, outPtr, outPos, outDst}; }
+  /// inCsr() with its runs: the unique (destination, relation) pairs.
+  tmpl::Csr<I> inPairCsr() const {
+    return withRuns(inCsr(), numUniqueDst, uniqueDstRunPtr, uniqueDstRun);
+  }
+  /// outCsr() with its runs: the unique (source, relation) pairs.
+  tmpl::Csr<I> outPairCsr() const {
+    return withRuns(outCsr(), numUniqueSrc, uniqueSrcRunPtr, uniqueSrcRun);
+  }
+  /// The runs of inCsr() without its neighbours (what a run sum reads).
+  tmpl::Csr<I> inRuns() const {
+    return withRuns({numNodes, numEdges, inPtr, nullptr, nullptr}, numUniqueDst, uniqueDstRunPtr,
+                    uniqueDstRun);
+  }
+  /// The runs of outCsr() without its neighbours.
+  tmpl::Csr<I> outRuns() const {
+    return withRuns({numNodes, numEdges, outPtr, outPos, nullptr}, numUniqueSrc, uniqueSrcRunPtr,
+                    uniqueSrcRun);
+  }
 
 private:
+  static tmpl::Csr<I> withRuns(tmpl::Csr<I> c, std::int64_t numRuns, const I *runPtr,
+                               const I *runPair) {
+    c.numRuns = numRuns;
+    c.runPtr = runPtr;
+    c.runPair = runPair;
+    return c;
+  }
   tmpl::EdgeRows<I> pairsOf(std::int64_t count, const I *relPtr, const I *node) const {
     tmpl::EdgeRows<I> r;
     r.numRows = count;

@@ -87,7 +87,7 @@ __global__ void __launch_bounds__(kNodeTraversalThreads)
     for (int pass = 0; pass < Passes; ++pass) {
       for (std::int64_t j = begin + lane; j < end; j += G) {
         const std::int64_t e = g.edgeAt(j);
-        f.edge(state, pass, tmpl::CsrEdge{e, static_cast<std::int64_t>(g.nbr[e]), v, v});
+        f.edge(state, pass, tmpl::CsrEdge{e, g.nbrAt(j), v, v});
       }
       detail::groupCombine<G>(f, state, pass);
       f.endPass(state, pass, v, end - begin);
@@ -137,7 +137,7 @@ __global__ void __launch_bounds__(kHeavyTraversalThreads)
       for (int pass = 0; pass < Passes; ++pass) {
         for (std::int64_t j = begin + threadIdx.x; j < end; j += blockDim.x) {
           const std::int64_t e = g.edgeAt(j);
-          f.edge(state, pass, tmpl::CsrEdge{e, static_cast<std::int64_t>(g.nbr[e]), v, v});
+          f.edge(state, pass, tmpl::CsrEdge{e, g.nbrAt(j), v, v});
         }
         detail::groupCombine<32>(f, state, pass);
         if (lane == 0)
@@ -186,59 +186,41 @@ cudaError_t launchNodeTraversal(const tmpl::Csr<Index> &g, const F &f, cudaStrea
   return cudaGetLastError();
 }
 
-/// The CUDA form of cpu::pairTraversal: a warp per CSR node (grid-stride), its pairs (runs of
-/// one relation) in turn, the lanes splitting each run's edges as in nodeTraversalKernel; lane 0
-/// finishes the pair. A run's end is found 32 entries at a time by a ballot.
+/// The CUDA form of cpu::pairTraversal: a warp per run of the CSR (a unique pair; grid-stride
+/// over g.runPtr), the lanes splitting the run's edges as in nodeTraversalKernel; lane 0
+/// finishes the pair. The run's CSR node is found by a binary search of g.rowPtr.
 template <typename Index, typename F>
-__global__ void __launch_bounds__(kNodeTraversalThreads)
-    pairTraversalKernel(tmpl::Csr<Index> g, const Index *etype, const Index *inv, F f) {
+__global__ void __launch_bounds__(kNodeTraversalThreads) pairTraversalKernel(tmpl::Csr<Index> g,
+                                                                             F f) {
   using State = typename F::State;
   const int lane = threadIdx.x % 32;
   const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * (blockDim.x / 32);
-  for (std::int64_t v =
+  for (std::int64_t k =
            static_cast<std::int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
-       v < g.numNodes; v += warps) {
-    const std::int64_t end = g.rowPtr[v + 1];
-    for (std::int64_t j0 = g.rowPtr[v]; j0 < end;) {
-      const std::int64_t first = g.edgeAt(j0);
-      const std::int64_t rel = etype[first], pair = inv[first];
-      // The run's end: the first entry of another relation.
-      std::int64_t j1 = end;
-      for (std::int64_t k = j0 + 1; k < end; k += 32) {
-        const std::int64_t at = k + lane;
-        const bool other = at < end && static_cast<std::int64_t>(etype[g.edgeAt(at)]) != rel;
-        const unsigned ballot = __ballot_sync(0xffffffffu, other);
-        if (ballot) {
-          j1 = k + __ffs(ballot) - 1;
-          break;
-        }
-      }
-      State state;
-      f.begin(state, pair);
-      for (std::int64_t j = j0 + lane; j < j1; j += 32) {
-        const std::int64_t e = g.edgeAt(j);
-        f.edge(state, 0, tmpl::CsrEdge{e, static_cast<std::int64_t>(g.nbr[e]), pair, v});
-      }
-      detail::groupCombine<32>(f, state, 0);
-      f.endPass(state, 0, pair, j1 - j0);
-      if (lane == 0)
-        f.finish(state, pair, j1 - j0);
-      j0 = j1;
-    }
+       k < g.numRuns; k += warps) {
+    const std::int64_t begin = g.runPtr[k], end = g.runPtr[k + 1];
+    const std::int64_t pair = g.runPair[k], v = g.nodeOf(begin);
+    State state;
+    f.begin(state, pair);
+    for (std::int64_t j = begin + lane; j < end; j += 32)
+      f.edge(state, 0, tmpl::CsrEdge{g.edgeAt(j), g.nbrAt(j), pair, v});
+    detail::groupCombine<32>(f, state, 0);
+    f.endPass(state, 0, pair, end - begin);
+    if (lane == 0)
+      f.finish(state, pair, end - begin);
   }
 }
 
-/// Launches `pairTraversalKernel` over the nodes of `g` on `stream`.
+/// Launches `pairTraversalKernel` over the runs of `g` on `stream`.
 template <typename Index, typename F>
-cudaError_t launchPairTraversal(const tmpl::Csr<Index> &g, const Index *etype, const Index *inv,
-                                const F &f, cudaStream_t stream) {
-  if (g.numNodes == 0)
+cudaError_t launchPairTraversal(const tmpl::Csr<Index> &g, const F &f, cudaStream_t stream) {
+  if (g.numRuns == 0)
     return cudaSuccess;
-  std::int64_t blocks = tmpl::ceilDiv<std::int64_t>(g.numNodes, kNodeTraversalThreads / 32);
+  std::int64_t blocks = tmpl::ceilDiv<std::int64_t>(g.numRuns, kNodeTraversalThreads / 32);
   if (blocks > 65535)
     blocks = 65535;
   pairTraversalKernel<Index, F>
-      <<<static_cast<unsigned>(blocks), kNodeTraversalThreads, 0, stream>>>(g, etype, inv, f);
+      <<<static_cast<unsigned>(blocks), kNodeTraversalThreads, 0, stream>>>(g, f);
   return cudaGetLastError();
 }
 

@@ -14,8 +14,8 @@
 // Every node is owned by one thread and its edges are visited in CSR order: deterministic.
 //
 // pairTraversal runs the same protocol over the unique pairs of a compacted space (one pass,
-// each pair a run of a CSR node's entries): the sum of a pair's member edges is kept in
-// registers, as a node's aggregates are.
+// each pair a run of a CSR node's entries, from the CSR's runs): the sum of a pair's member
+// edges is kept in registers, as a node's aggregates are.
 //
 //===----------------------------------------------------------------------===//
 #ifndef HECTOR_EMIT_NODE_TRAVERSAL_H
@@ -49,7 +49,7 @@ inline void prefetchEntry(const tmpl::Csr<Index> &g, const F &f, std::int64_t j,
   if constexpr (HasPrefetch<F>::value)
     if (j < end) {
       const std::int64_t e = g.edgeAt(j);
-      f.prefetch(tmpl::CsrEdge{e, static_cast<std::int64_t>(g.nbr[e]), -1, -1});
+      f.prefetch(tmpl::CsrEdge{e, g.nbrAt(j), -1, -1});
     }
 }
 } // namespace detail
@@ -86,7 +86,7 @@ void nodeTraversal(const tmpl::Csr<Index> &g, const F &f) {
           if (pass == 0)
             detail::prefetchEntry(g, f, j + kPrefetchAhead, chunkEnd);
           const std::int64_t e = g.edgeAt(j);
-          f.edge(state, pass, tmpl::CsrEdge{e, static_cast<std::int64_t>(g.nbr[e]), v, v});
+          f.edge(state, pass, tmpl::CsrEdge{e, g.nbrAt(j), v, v});
         }
         f.endPass(state, pass, v, end - begin);
       }
@@ -95,33 +95,29 @@ void nodeTraversal(const tmpl::Csr<Index> &g, const F &f) {
   });
 }
 
-/// Runs `f` over the unique (node, relation) pairs of a CSR whose entries are grouped by
-/// relation within each node, as over the nodes of a one-pass node traversal: every run of a
-/// node's entries with one relation is a pair (its id inv[edge]); its edges are visited in CSR
-/// order with `node` = the pair and `csrNode` = the CSR node, then `f.finish` writes the pair's
-/// row. Deterministic: every pair is owned by one thread.
-template <typename Index, typename F>
-void pairTraversal(const tmpl::Csr<Index> &g, const Index *etype, const Index *inv, const F &f) {
+/// Runs `f` over the unique (node, relation) pairs of a CSR with runs (g.runPtr, g.runPair), as
+/// over the nodes of a one-pass node traversal: every run of a node's entries with one relation
+/// is a pair; its edges are visited in CSR order with `node` = the pair and `csrNode` = the CSR
+/// node, then `f.finish` writes the pair's row. Every index it reads is in CSR order (the edge
+/// rows, the neighbours, the runs); only the functor's rows are read out of order, and those are
+/// prefetched. Deterministic: every pair is owned by one thread.
+template <typename Index, typename F> void pairTraversal(const tmpl::Csr<Index> &g, const F &f) {
   forEachNodeChunk(g, f, [&](std::int64_t vb, std::int64_t ve, std::int64_t chunkEnd) {
-    for (std::int64_t v = vb; v < ve; ++v) {
-      const std::int64_t end = g.rowPtr[v + 1];
-      for (std::int64_t j = g.rowPtr[v]; j < end;) {
-        const std::int64_t first = g.edgeAt(j);
-        const std::int64_t rel = etype[first], pair = inv[first];
-        typename F::State state;
-        f.begin(state, pair);
-        std::int64_t degree = 0;
-        for (; j < end; ++j) {
-          const std::int64_t e = g.edgeAt(j);
-          if (static_cast<std::int64_t>(etype[e]) != rel)
-            break;
-          detail::prefetchEntry(g, f, j + kPrefetchAhead, chunkEnd);
-          f.edge(state, 0, tmpl::CsrEdge{e, static_cast<std::int64_t>(g.nbr[e]), pair, v});
-          ++degree;
-        }
-        f.endPass(state, 0, pair, degree);
-        f.finish(state, pair, degree);
+    std::int64_t v = vb;
+    for (std::int64_t k = g.firstRunFrom(g.rowPtr[vb]);
+         k < g.numRuns && static_cast<std::int64_t>(g.runPtr[k]) < chunkEnd; ++k) {
+      const std::int64_t begin = g.runPtr[k], end = g.runPtr[k + 1];
+      while (static_cast<std::int64_t>(g.rowPtr[v + 1]) <= begin)
+        ++v;
+      const std::int64_t pair = g.runPair[k];
+      typename F::State state;
+      f.begin(state, pair);
+      for (std::int64_t j = begin; j < end; ++j) {
+        detail::prefetchEntry(g, f, j + kPrefetchAhead, chunkEnd);
+        f.edge(state, 0, tmpl::CsrEdge{g.edgeAt(j), g.nbrAt(j), pair, v});
       }
+      f.endPass(state, 0, pair, end - begin);
+      f.finish(state, pair, end - begin);
     }
   });
 }

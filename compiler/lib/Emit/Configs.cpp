@@ -238,12 +238,10 @@ std::optional<RowSumConfig> rowSumConfig(ReduceOp op) {
   RowSumConfig c;
   if (edge && (to == Space::UniqueSrc || to == Space::UniqueDst)) {
     c.toNodes = false;
-    c.csr = to == Space::UniqueSrc ? "g.outCsr()" : "g.inCsr()";
-    c.inv = to == Space::UniqueSrc ? "g.uniqueSrcInv" : "g.uniqueDstInv";
+    c.csr = to == Space::UniqueSrc ? "g.outRuns()" : "g.inRuns()";
   } else if ((from == Space::UniqueSrc || from == Space::UniqueDst) && to == Space::Node) {
     c.toNodes = true;
-    c.csr = from == Space::UniqueSrc ? "g.outCsr()" : "g.inCsr()";
-    c.inv = from == Space::UniqueSrc ? "g.uniqueSrcInv" : "g.uniqueDstInv";
+    c.csr = from == Space::UniqueSrc ? "g.outRuns()" : "g.inRuns()";
   } else {
     return std::nullopt;
   }

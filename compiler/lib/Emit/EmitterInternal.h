@@ -163,10 +163,10 @@ struct WeightGradConfig {
 };
 
 /// The configuration of a sum over unique pairs (a run sum of the traversal template): the
-/// pairs are the (node, relation) runs of a CSR (`csr`), `inv` names every edge's pair;
-/// `toNodes` sums pairs into their nodes, else edges into their pairs.
+/// pairs are the (node, relation) runs of a CSR with runs (`csr`); `toNodes` sums pairs into
+/// their nodes, else edges into their pairs.
 struct RowSumConfig {
-  std::string csr, inv;
+  std::string csr;
   bool toNodes = false;
   /// Elements per output row.
   int64_t width = 0;

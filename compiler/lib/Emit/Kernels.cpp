@@ -97,8 +97,8 @@ static void printWeightGradProblem(const Kernel &kernel, const WeightGradConfig 
 /// Prints the run sum of a hector.reduce into or from unique pairs (traversal template).
 static void printRowSumKernel(const Kernel &kernel, bool cuda, llvm::raw_ostream &os) {
   RowSumConfig c = *rowSumConfig(cast<ReduceOp>(kernel.op));
-  std::string args = c.csr + ", g.sortedEtype, " + c.inv + ", in[0], " + std::to_string(c.width) +
-                     ", out[0], " + (c.toNodes ? "true" : "false");
+  std::string args =
+      c.csr + ", in[0], " + std::to_string(c.width) + ", out[0], " + (c.toNodes ? "true" : "false");
   if (!cuda) {
     os << kHead << "void " << kernel.name << "(" << kKernelParams << ") {\n"
        << "  (void)aux;\n"
@@ -151,11 +151,10 @@ static LogicalResult printTraversalKernel(const Kernel &kernel, TraversalOp trav
   if (std::optional<Space> pairs = pairSpaceOf(traversal))
     edges = *pairs == Space::UniqueSrc ? "g.uniqueSrcPairs()" : "g.uniqueDstPairs()";
   // A node traversal over unique pairs: the runs of the CSR by source (source pairs) or
-  // by destination, and every edge's pair.
+  // by destination.
   std::string pairs;
   if (functor->pairSums)
-    pairs = *functor->pairSums == Space::UniqueSrc ? "g.outCsr(), g.sortedEtype, g.uniqueSrcInv"
-                                                   : "g.inCsr(), g.sortedEtype, g.uniqueDstInv";
+    pairs = *functor->pairSums == Space::UniqueSrc ? "g.outPairCsr()" : "g.inPairCsr()";
   if (!cuda) {
     os << kHead << "void " << kernel.name << "(" << kKernelParams << ") {\n"
        << "  (void)aux;\n";

@@ -172,8 +172,15 @@ static graph_schema::GraphStructureMask structuresNamedIn(StringRef text) {
   view("g.edges()",
        {GraphStructure::in_ptr, GraphStructure::sorted_src, GraphStructure::sorted_etype});
   view("g.inCsr()", {GraphStructure::in_ptr, GraphStructure::sorted_src});
-  view("g.outCsr()",
-       {GraphStructure::out_ptr, GraphStructure::out_pos, GraphStructure::sorted_dst});
+  view("g.outCsr()", {GraphStructure::out_ptr, GraphStructure::out_pos, GraphStructure::out_dst});
+  view("g.inPairCsr()", {GraphStructure::in_ptr, GraphStructure::sorted_src,
+                         GraphStructure::unique_dst_run_ptr, GraphStructure::unique_dst_run});
+  view("g.outPairCsr()", {GraphStructure::out_ptr, GraphStructure::out_pos, GraphStructure::out_dst,
+                          GraphStructure::unique_src_run_ptr, GraphStructure::unique_src_run});
+  view("g.inRuns()", {GraphStructure::in_ptr, GraphStructure::unique_dst_run_ptr,
+                      GraphStructure::unique_dst_run});
+  view("g.outRuns()", {GraphStructure::out_ptr, GraphStructure::out_pos,
+                       GraphStructure::unique_src_run_ptr, GraphStructure::unique_src_run});
   view("g.uniqueSrcPairs()", {GraphStructure::unique_src_ptr, GraphStructure::unique_src});
   view("g.uniqueDstPairs()", {GraphStructure::unique_dst_ptr, GraphStructure::unique_dst});
   view("graph.sortEdgeData(", {GraphStructure::edge_perm});

@@ -252,17 +252,24 @@ _DOCS = {
     "rel_rows": "[E] positions grouped by relation (ascending within a relation).",
     "out_ptr": "[N+1] CSR by source: node j's outgoing edges are out_pos[out_ptr[j]:out_ptr[j+1]].",
     "out_pos": "[E] positions grouped by source, then relation (ascending within).",
+    "out_dst": "[E] destination of every CSR-by-source entry: sorted_dst[out_pos[j]].",
     "unique_src": "[U_src] node of every unique (source, relation) pair (by relation, then "
                   "node).",
     "unique_src_ptr": "[R+1] relation r's source pairs are unique_src_ptr[r]:unique_src_ptr[r+1].",
     "unique_src_inv": "[E] per position, its (source, relation) pair.",
     "unique_src_range": "[2] {0, U_src}.",
+    "unique_src_run_ptr": "[U_src+1] the source pairs as runs of the CSR by source, in its "
+                          "order: run k is out_pos[unique_src_run_ptr[k]:unique_src_run_ptr[k+1]].",
+    "unique_src_run": "[U_src] the source pair of every run of the CSR by source.",
     "unique_dst": "[U_dst] node of every unique (destination, relation) pair (by relation, "
                   "then node).",
     "unique_dst_ptr": "[R+1] relation r's destination pairs are "
                       "unique_dst_ptr[r]:unique_dst_ptr[r+1].",
     "unique_dst_inv": "[E] per position, its (destination, relation) pair.",
     "unique_dst_range": "[2] {0, U_dst}.",
+    "unique_dst_run_ptr": "[U_dst+1] the destination pairs as runs of positions, in order: run "
+                          "k is the positions unique_dst_run_ptr[k]:unique_dst_run_ptr[k+1].",
+    "unique_dst_run": "[U_dst] the destination pair of every run of positions.",
     "ntype": "[N] node type of every node (zeros without ntype).",
     "ntype_ptr": "[T+1] the nodes of type t are ntype_perm[ntype_ptr[t]:ntype_ptr[t+1]].",
     "ntype_perm": "[N] nodes grouped by type (ascending node id within a type).",
