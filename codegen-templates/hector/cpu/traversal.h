@@ -7,6 +7,8 @@
 //
 // Functor convention (emitted code passes structs or lambdas):
 //   edge map      f(const EdgeRef &)                          -> void
+//                 f.prefetch(const EdgeRef &) (optional)       -> void: starts loading the rows
+//                 the row will read at random, kEdgePrefetchAhead rows before it is computed
 //
 //===----------------------------------------------------------------------===//
 #ifndef HECTOR_TEMPLATES_CPU_TRAVERSAL_H
@@ -17,6 +19,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace hector {
@@ -25,22 +29,61 @@ namespace cpu {
 
 /// Rows handled by one task of `edgeMap`.
 constexpr std::int64_t kEdgeChunk = 4096;
+/// Rows `edgeMap` looks ahead when the functor can prefetch (F::prefetch(EdgeRef)).
+constexpr std::int64_t kEdgePrefetchAhead = 8;
+
+namespace detail {
+template <typename F, typename = void> struct HasEdgePrefetch : std::false_type {};
+template <typename F>
+struct HasEdgePrefetch<
+    F, std::void_t<decltype(std::declval<const F &>().prefetch(std::declval<const EdgeRef &>()))>>
+    : std::true_type {};
+
+/// The group of row `pos` of `g`: found by binary search in `g.groupPtr`.
+template <typename Index> std::int64_t groupOf(const EdgeRows<Index> &g, std::int64_t pos) {
+  return std::upper_bound(g.groupPtr, g.groupPtr + g.numGroups + 1, Index(pos)) - g.groupPtr - 1;
+}
+} // namespace detail
 
 /// Calls `f(EdgeRef)` once for every row of `g`, in parallel over chunks of consecutive rows.
 /// Each chunk finds its first row's group by binary search in `g.groupPtr` and walks on, so a
-/// group with many rows (a hub node) is shared among chunks.
+/// group with many rows (a hub node) is shared among chunks. A functor with a prefetch() is
+/// called for the row kEdgePrefetchAhead rows ahead within the chunk (its indices are read in
+/// order, the rows they point to at random: loading those early overlaps their misses).
 template <typename Index, typename F> void edgeMap(const EdgeRows<Index> &g, F &&f) {
+  using Functor = std::remove_cv_t<std::remove_reference_t<F>>;
+  constexpr bool kPrefetch = detail::HasEdgePrefetch<Functor>::value;
   const std::int64_t numChunks = ceilDiv<std::int64_t>(g.numRows, kEdgeChunk);
 #pragma omp parallel for schedule(dynamic, 1)
   for (std::int64_t chunk = 0; chunk < numChunks; ++chunk) {
     const std::int64_t begin = chunk * kEdgeChunk;
     const std::int64_t end = std::min<std::int64_t>(g.numRows, begin + kEdgeChunk);
-    std::int64_t group =
-        std::upper_bound(g.groupPtr, g.groupPtr + g.numGroups + 1, Index(begin)) - g.groupPtr - 1;
-    for (std::int64_t pos = begin; pos < end; ++pos) {
-      while (pos >= static_cast<std::int64_t>(g.groupPtr[group + 1]))
-        ++group;
-      f(g.at(pos, group));
+    std::int64_t group = detail::groupOf(g, begin);
+    if constexpr (kPrefetch) {
+      const std::int64_t first = std::min(end, begin + kEdgePrefetchAhead);
+      std::int64_t ahead = group;
+      for (std::int64_t pos = begin; pos < first; ++pos) {
+        while (pos >= static_cast<std::int64_t>(g.groupPtr[ahead + 1]))
+          ++ahead;
+        f.prefetch(g.at(pos, ahead));
+      }
+      for (std::int64_t pos = begin; pos < end; ++pos) {
+        while (pos >= static_cast<std::int64_t>(g.groupPtr[group + 1]))
+          ++group;
+        const std::int64_t next = pos + kEdgePrefetchAhead;
+        if (next < end) {
+          while (next >= static_cast<std::int64_t>(g.groupPtr[ahead + 1]))
+            ++ahead;
+          f.prefetch(g.at(next, ahead));
+        }
+        f(g.at(pos, group));
+      }
+    } else {
+      for (std::int64_t pos = begin; pos < end; ++pos) {
+        while (pos >= static_cast<std::int64_t>(g.groupPtr[group + 1]))
+          ++group;
+        f(g.at(pos, group));
+      }
     }
   }
 }

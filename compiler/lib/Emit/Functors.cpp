@@ -264,8 +264,12 @@ private:
        << n << ";\n";
     // Rows that change from edge to edge in no particular order are loaded ahead: not the
     // traversal's node, a relation or a single row, nor an edge's own row where the CSR
-    // visits the edges in order (by destination).
-    bool inOrder = row == "e" && !(pairSums ? *pairSums == Space::UniqueSrc : by == EdgeEnd::Src);
+    // visits the edges in order (by destination). An edge traversal visits positions in
+    // order, by destination: its edge rows, destination rows and (destination, relation)
+    // pair rows are streams.
+    bool inOrder =
+        nodeKind ? row == "e" && !(pairSums ? *pairSums == Space::UniqueSrc : by == EdgeEnd::Src)
+                 : row == "e" || row == "dst" || row == "uinvDst[e]";
     if (collectEdgeRows && row != "v" && row != "rel" && row != "0" && !inOrder &&
         row.rfind("ntype[", 0) != 0) {
       auto entry = std::make_tuple(arg.getArgNumber(), row, n);
@@ -435,15 +439,33 @@ private:
     }
   }
 
-  /// Prints the operator() of an edge traversal, over edges or unique pairs.
+  /// Prints the operator() of an edge traversal, over edges or unique pairs, and over edges
+  /// the prefetch() of the rows it reads at random (tmpl::cpu::edgeMap calls it a few rows
+  /// ahead). Over unique pairs every row is read in pair order: nothing to prefetch.
   LogicalResult printEdge() {
-    os << "  HECTOR_HD void operator()(const ::hector::tmpl::EdgeRef &er) const {\n"
-       << "    const std::int64_t e = er.pos, src = er.src, dst = er.dst, rel = er.rel;\n"
-       << "    (void)src;\n    (void)dst;\n    (void)rel;\n";
+    const char *edgeVars =
+        "    const std::int64_t e = er.pos, src = er.src, dst = er.dst, rel = er.rel;\n"
+        "    (void)e;\n    (void)src;\n    (void)dst;\n    (void)rel;\n";
+    os << "  HECTOR_HD void operator()(const ::hector::tmpl::EdgeRef &er) const {\n" << edgeVars;
+    collectEdgeRows = !pairSpace;
     beginScope("src", "dst", "    ", 0);
     writeResults("e");
-    os << "  }\n};\n\n";
+    collectEdgeRows = false;
+    os << "  }\n";
+    printPrefetch("const ::hector::tmpl::EdgeRef &er", edgeVars);
+    os << "};\n\n";
     return failure(failedScope);
+  }
+
+  /// The prefetch(param) of the rows recorded in edgeRows (none: no prefetch()).
+  void printPrefetch(const char *param, const std::string &vars) {
+    if (edgeRows.empty())
+      return;
+    os << "  void prefetch(" << param << ") const {\n" << vars;
+    for (const auto &[arg, row, n] : edgeRows)
+      os << "    ::hector::emit::prefetchRow(in" << arg << " + (" << row << ") * " << n << ", " << n
+         << ");\n";
+    os << "  }\n";
   }
 
   /// Prints the State of a node traversal and the protocol of the node traversal templates:
@@ -505,13 +527,7 @@ private:
     collectEdgeRows = false;
     // The CPU traversals call prefetch() a few edges ahead: the rows an edge reads from node
     // (or pair, or edge) tables through its ends are scattered in memory.
-    if (!edgeRows.empty()) {
-      os << "  void prefetch(const ::hector::tmpl::CsrEdge &ce) const {\n" << edgeVars;
-      for (const auto &[arg, row, n] : edgeRows)
-        os << "    ::hector::emit::prefetchRow(in" << arg << " + (" << row << ") * " << n << ", "
-           << n << ");\n";
-      os << "  }\n";
-    }
+    printPrefetch("const ::hector::tmpl::CsrEdge &ce", edgeVars);
 
     os << "  HECTOR_HD void endPass(State &s, int pass, std::int64_t v, std::int64_t degree) "
           "const {\n    (void)s;\n    (void)pass;\n    (void)v;\n    (void)degree;\n";
