@@ -58,32 +58,28 @@ template <typename Index, typename F> void edgeMap(const EdgeRows<Index> &g, F &
   for (std::int64_t chunk = 0; chunk < numChunks; ++chunk) {
     const std::int64_t begin = chunk * kEdgeChunk;
     const std::int64_t end = std::min<std::int64_t>(g.numRows, begin + kEdgeChunk);
-    std::int64_t group = detail::groupOf(g, begin);
-    if constexpr (kPrefetch) {
-      const std::int64_t first = std::min(end, begin + kEdgePrefetchAhead);
-      std::int64_t ahead = group;
-      for (std::int64_t pos = begin; pos < first; ++pos) {
-        while (pos >= static_cast<std::int64_t>(g.groupPtr[ahead + 1]))
-          ++ahead;
+    // Moves `at` (the group of an earlier row, or of `pos`) on to the group of row `pos`.
+    const auto advance = [&](std::int64_t &at, std::int64_t pos) {
+      while (pos >= static_cast<std::int64_t>(g.groupPtr[at + 1]))
+        ++at;
+    };
+    std::int64_t group = detail::groupOf(g, begin), ahead = group;
+    (void)ahead;
+    if constexpr (kPrefetch)
+      for (std::int64_t pos = begin; pos < std::min(end, begin + kEdgePrefetchAhead); ++pos) {
+        advance(ahead, pos);
         f.prefetch(g.at(pos, ahead));
       }
-      for (std::int64_t pos = begin; pos < end; ++pos) {
-        while (pos >= static_cast<std::int64_t>(g.groupPtr[group + 1]))
-          ++group;
+    for (std::int64_t pos = begin; pos < end; ++pos) {
+      advance(group, pos);
+      if constexpr (kPrefetch) {
         const std::int64_t next = pos + kEdgePrefetchAhead;
         if (next < end) {
-          while (next >= static_cast<std::int64_t>(g.groupPtr[ahead + 1]))
-            ++ahead;
+          advance(ahead, next);
           f.prefetch(g.at(next, ahead));
         }
-        f(g.at(pos, group));
       }
-    } else {
-      for (std::int64_t pos = begin; pos < end; ++pos) {
-        while (pos >= static_cast<std::int64_t>(g.groupPtr[group + 1]))
-          ++group;
-        f(g.at(pos, group));
-      }
+      f(g.at(pos, group));
     }
   }
 }
