@@ -360,6 +360,8 @@ def child_main(config_path: str) -> int:
         if impl == "hector":
             import hector
             Layer = hector.load(cfg["lib"])
+            if not cfg.get("tensor_pool", True):
+                hector.configure_tensor_pool(min_bytes=1 << 62)   # every tensor from PyTorch
         else:
             import torch_geometric.typing
             import bench_train   # hetero_linear_split; it imports references and PyG
@@ -624,6 +626,8 @@ def child_main(config_path: str) -> int:
             rep["train"] = {"error": short_error(e), "oom": is_oom(e)}
         if cuda:
             rep["cuda_peak_train"] = torch.cuda.max_memory_allocated(dev)
+        if impl == "hector" and not cuda:
+            rep["tensor_pool"] = hector.tensor_pool_stats()
         if cfg.get("profile") and "error" not in rep["train"]:
             # One more training step under torch.profiler: the emitted kernels and glue ops are
             # RECORD_FUNCTION ranges, so their times show where a step's time goes.
@@ -1037,6 +1041,9 @@ def main() -> int:
                     help="generate every graph in the measuring process (not counted in it)")
     ap.add_argument("--stats", action="store_true",
                     help="generate (or load) the graphs, print their statistics, measure nothing")
+    ap.add_argument("--no-tensor-pool", action="store_true",
+                    help="ours: allocate every kernel tensor from PyTorch's CPU allocator instead "
+                         "of the runtime's tensor pool (to measure what the pool gives)")
     ap.add_argument("--json", type=pathlib.Path, help="also write every number to this file")
     ap.add_argument("--profile", type=int, default=0, metavar="N",
                     help="also profile one training step (torch.profiler) and print its N "
@@ -1149,7 +1156,8 @@ def main() -> int:
                            "cache_dir": str(cache_dir) if cache_dir else None,
                            "rel_counts": info["rel_counts"], "rel_src_type": info["rel_src_type"],
                            "rel_dst_type": info["rel_dst_type"], "hubs": hubs,
-                           "pyg_slow": args.pyg_slow, "profile": args.profile}
+                           "pyg_slow": args.pyg_slow, "profile": args.profile,
+                           "tensor_pool": not args.no_tensor_pool}
                     row = run_one(cfg, args, work)
                     rows.append(row)
                     tr, inf = row.get("train") or {}, row.get("infer") or {}

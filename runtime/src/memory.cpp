@@ -2,11 +2,13 @@
 //
 // How much memory a call may use: a budget set by the user, or a fraction of what the device
 // has available now (the CPU: the system's available memory and the room under the process's
-// address-space and cgroup limits; CUDA: free device memory and the caching allocator's unused
-// blocks). The variant choice keeps every call's estimated peak within it.
+// address-space and cgroup limits, plus the tensor pool's unused blocks; CUDA: free device
+// memory and the caching allocator's unused blocks). The variant choice keeps every call's
+// estimated peak within it.
 //
 //===----------------------------------------------------------------------===//
 #include "hector/model.h"
+#include "hector/tensor_pool.h"
 
 #include <torch/library.h>
 
@@ -83,7 +85,8 @@ int64_t availableHost() {
     const int64_t room = max - current;
     available = available < 0 ? room : std::min(available, room);
   }
-  return available;
+  // The tensor pool's unused blocks count as used above but are there for the next call.
+  return available < 0 ? available : available + tensorPoolCachedBytes();
 }
 
 } // namespace

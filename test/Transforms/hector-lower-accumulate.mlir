@@ -22,7 +22,7 @@
 // CPP:       segmentedGemm<T, ::hector::tmpl::BOp::kIdentity, ::hector::tmpl::Scatter::kAccumulateIndexPerSegment>
 // CPP-LABEL: // reordered_k2_gemm_none_gnone_sstore_acc_h1_k8_n4
 // CPP:       segmentedGemm<T, ::hector::tmpl::BOp::kIdentity, ::hector::tmpl::Scatter::kAccumulate>
-// CPP:       t1_0 = at::zeros(
+// CPP:       t1_0 = ::hector::emit::newZeros(
 // CPP:       t2_0 = t1_0;
 hector.layer @reordered {
   %x = hector.input "x" : !hector.value<node, [8]>

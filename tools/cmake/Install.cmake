@@ -8,7 +8,8 @@
 #   hector/                      the python package (runtime/python/hector)
 #   hector/bin/hectorc           the compiler
 #   hector/lib/libhector_runtime.so
-#   hector/include/hector/...    the runtime's headers (emitted packages copy graph.h)
+#   hector/include/hector/...    the runtime's headers (emitted packages copy graph.h and
+#                                tensor_pool.h)
 #   hector/codegen-templates/hector/...   the kernel templates emitted packages include
 #   hector/_build_info.json      the torch the runtime was built against, and this version
 #

@@ -1,8 +1,9 @@
 //===- hector/emit/glue.h - LibTorch side of an emitted layer -------------===//
 //
 // What every emitted model.cpp needs around its kernels: the GraphView of a hector::Graph,
-// argument validation with messages naming the bad tensor, CUDA error checks, the glue ops
-// that are fixed ATen code (the gradients of a max aggregation and of src_row), and the
+// the allocation of kernel results (on the CPU from the runtime's tensor pool), argument
+// validation with messages naming the bad tensor, CUDA error checks, the glue ops that are
+// fixed ATen code (the gradients of a max aggregation and of src_row), and the
 // registration of a library's operator namespaces. Emitted code only binds their parameters.
 //
 //===----------------------------------------------------------------------===//
@@ -11,6 +12,7 @@
 
 #include "hector/emit/graph_view.h"
 #include "hector/graph.h"
+#include "hector/tensor_pool.h"
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
@@ -112,6 +114,18 @@ inline at::Tensor broadcastRows(const at::Tensor &t, std::int64_t m, std::int64_
   if (n != m)
     v = v.unsqueeze(2).expand({rows, m, n / m}).reshape({rows, n});
   return v;
+}
+
+/// A kernel result of `shape`, uninitialised: on the CPU from the runtime's tensor pool (large
+/// blocks reused from call to call instead of mapped and zeroed by the system each time),
+/// elsewhere from PyTorch's allocator.
+inline at::Tensor newTensor(at::IntArrayRef shape, const at::TensorOptions &opts) {
+  return opts.device().is_cpu() ? ::hector::pooledEmpty(shape, opts) : at::empty(shape, opts);
+}
+
+/// newTensor filled with zeros (the result of a GEMM that scatters with additions).
+inline at::Tensor newZeros(at::IntArrayRef shape, const at::TensorOptions &opts) {
+  return newTensor(shape, opts).zero_();
 }
 
 /// Throws a RuntimeError naming the kernel when a CUDA launch failed.

@@ -182,11 +182,11 @@ static SmallVector<std::string> printResultTensors(LayerPlan &plan, Operation *k
       os << "  " << name << " = " << plan.tensors.lookup(gemm.getAcc()) << ";\n";
     } else if (auto value = dyn_cast<ValueType>(result.getType())) {
       bool zeroed = gemm && gemm.getScatter() != GemmScatter::Store;
-      os << "  " << name << " = " << (zeroed ? "at::zeros(" : "at::empty(")
+      os << "  " << name << " = ::hector::emit::" << (zeroed ? "newZeros(" : "newTensor(")
          << shapeList(graphRows(value.getSpace()), value.getDims()) << ", opts);\n";
     } else {
       auto weight = cast<WeightType>(result.getType());
-      os << "  " << name << " = at::empty("
+      os << "  " << name << " = ::hector::emit::newTensor("
          << shapeList(sliceCount(weight.getSlicing()), weight.getDims()) << ", opts);\n";
     }
   }

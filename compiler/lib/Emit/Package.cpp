@@ -204,7 +204,7 @@ LogicalResult writePackage(ModuleOp module, const EmitOptions &options,
   if (failed(writeFile(module, join(dir, "CMakeLists.txt"), text)))
     return failure();
 
-  // The template headers the sources include, and the runtime's graph header.
+  // The template headers the sources include, and the runtime's headers they include.
   const char *headers[] = {"hector/kernel_common.h",
                            "hector/cpu/parallel.h",
                            "hector/cpu/segmented_gemm.h",
@@ -224,8 +224,11 @@ LogicalResult writePackage(ModuleOp module, const EmitOptions &options,
     if (failed(copyFile(module, join(templatesDir, header), join(join(dir, "include"), header))))
       return failure();
   }
-  return copyFile(module, join(runtimeIncludeDir, "hector/graph.h"),
-                  join(join(dir, "include"), "hector/graph.h"));
+  for (const char *header : {"hector/graph.h", "hector/tensor_pool.h"})
+    if (failed(
+            copyFile(module, join(runtimeIncludeDir, header), join(join(dir, "include"), header))))
+      return failure();
+  return success();
 }
 
 } // namespace hector

@@ -15,6 +15,8 @@ Loads compiled relational-GNN layers as ``torch.nn.Module`` classes and provides
 - :func:`spill` — a context that spills saved activations to SSD (SSDTrain).
 - :func:`set_memory_budget`, :func:`memory_budget` — the memory a call may use: the runtime
   runs the fastest variant whose estimated peak fits.
+- :func:`tensor_pool_stats`, :func:`empty_tensor_pool`, :func:`configure_tensor_pool` — the
+  pool of host memory that compiled layers' large CPU tensors come from and return to.
 - :class:`NeighborSampler`, :class:`MiniBatchLoader` (``hector.minibatch``) — mini-batch training
   on per-batch relational subgraphs with features gathered from host memory, prepared ahead.
 
@@ -24,7 +26,8 @@ from ._native import library_path, load_runtime  # noqa: F401
 
 __all__ = ["Graph", "PinnedTable", "FeatureStore", "spill", "load", "load_all", "library_path",
            "load_runtime", "NeighborSampler", "MiniBatchLoader", "partition_nodes",
-           "set_memory_budget", "memory_budget", "compile", "compile_all", "CompileError", "nn"]
+           "set_memory_budget", "memory_budget", "tensor_pool_stats",
+           "empty_tensor_pool", "configure_tensor_pool", "compile", "compile_all", "CompileError", "nn"]
 
 
 def set_memory_budget(bytes=None, fraction=0.9):
@@ -47,6 +50,47 @@ def memory_budget(device="cpu"):
     if device.type == "cuda" and device.index is None:
         device = torch.device("cuda", torch.cuda.current_device())
     return int(load_runtime().memory_budget(str(device)))
+
+
+_POOL_KEYS = ("cached_bytes", "live_bytes", "limit_bytes", "min_bytes", "hits", "misses",
+              "released", "poison")
+
+
+def tensor_pool_stats():
+    """The tensor pool of compiled layers' CPU tensors, as a dict: ``cached_bytes`` (unused
+    blocks kept for reuse), ``live_bytes`` (blocks backing live tensors), ``limit_bytes`` (the
+    most unused bytes kept), ``min_bytes`` (smaller tensors come from PyTorch's allocator),
+    ``hits`` and ``misses`` (allocations served by an unused block, or by a new mapping),
+    ``released`` (blocks given back to the system) and ``poison``."""
+    stats = dict(zip(_POOL_KEYS, load_runtime().tensor_pool_stats()))
+    stats["poison"] = bool(stats["poison"])
+    return stats
+
+
+def empty_tensor_pool():
+    """Gives the tensor pool's unused blocks back to the system (tensors in use keep theirs)."""
+    load_runtime().empty_tensor_pool()
+
+
+def configure_tensor_pool(limit=None, min_bytes=None, poison=None):
+    """Configures the tensor pool; ``None`` keeps a setting. ``limit``: the most bytes of unused
+    blocks kept for reuse (default a quarter of the least of the machine's memory and the
+    process's address-space and cgroup limits; 0 keeps none). ``min_bytes``: smaller tensors
+    come from PyTorch's allocator (default 1 MiB). ``poison``: fill every block with 0xFF
+    bytes (NaN in every float dtype) before use, to show that no kernel reads what it did not
+    write (a testing aid; slow)."""
+    for name, value in (("limit", limit), ("min_bytes", min_bytes)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise TypeError(f"hector.configure_tensor_pool: {name} must be an int or None, got "
+                            f"{type(value).__name__}")
+    if poison is not None and not isinstance(poison, bool):
+        raise TypeError(f"hector.configure_tensor_pool: poison must be a bool or None, got "
+                        f"{type(poison).__name__}")
+    current = tensor_pool_stats()
+    load_runtime().configure_tensor_pool(
+        current["limit_bytes"] if limit is None else limit,
+        current["min_bytes"] if min_bytes is None else min_bytes,
+        current["poison"] if poison is None else poison)
 
 
 def __getattr__(name):
