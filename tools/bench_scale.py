@@ -360,8 +360,10 @@ def child_main(config_path: str) -> int:
         if impl == "hector":
             import hector
             Layer = hector.load(cfg["lib"])
-            if not cfg.get("tensor_pool", True):
+            if cfg.get("tensor_pool") == "off":
                 hector.configure_tensor_pool(min_bytes=1 << 62)   # every tensor from PyTorch
+            elif cfg.get("tensor_pool") == "process":
+                hector.configure_tensor_pool(process_wide=True)
         else:
             import torch_geometric.typing
             import bench_train   # hetero_linear_split; it imports references and PyG
@@ -1041,9 +1043,10 @@ def main() -> int:
                     help="generate every graph in the measuring process (not counted in it)")
     ap.add_argument("--stats", action="store_true",
                     help="generate (or load) the graphs, print their statistics, measure nothing")
-    ap.add_argument("--no-tensor-pool", action="store_true",
-                    help="ours: allocate every kernel tensor from PyTorch's CPU allocator instead "
-                         "of the runtime's tensor pool (to measure what the pool gives)")
+    ap.add_argument("--tensor-pool", choices=["kernels", "off", "process"], default="kernels",
+                    help="ours on the CPU: the runtime's tensor pool serves the compiled layers' "
+                         "tensors (the default), none (every tensor from PyTorch's allocator, to "
+                         "measure what the pool gives), or every CPU tensor of the process")
     ap.add_argument("--json", type=pathlib.Path, help="also write every number to this file")
     ap.add_argument("--profile", type=int, default=0, metavar="N",
                     help="also profile one training step (torch.profiler) and print its N "
@@ -1157,7 +1160,7 @@ def main() -> int:
                            "rel_counts": info["rel_counts"], "rel_src_type": info["rel_src_type"],
                            "rel_dst_type": info["rel_dst_type"], "hubs": hubs,
                            "pyg_slow": args.pyg_slow, "profile": args.profile,
-                           "tensor_pool": not args.no_tensor_pool}
+                           "tensor_pool": args.tensor_pool}
                     row = run_one(cfg, args, work)
                     rows.append(row)
                     tr, inf = row.get("train") or {}, row.get("infer") or {}
@@ -1177,7 +1180,8 @@ def main() -> int:
     mach = machine()
     print(f"\n{args.device}, float32, hidden {args.hidden}, {args.heads} heads, {args.threads} "
           f"threads, median of up to {args.repeats} after a warm-up (budget {args.budget:g} s), "
-          f"cap {args.cap_gib:g} GiB per process; {mach.get('cpu', '?')}, {mach['cores']} cores, "
+          f"cap {args.cap_gib:g} GiB per process, tensor pool: {args.tensor_pool}; "
+          f"{mach.get('cpu', '?')}, {mach['cores']} cores, "
           f"{(mach.get('mem_total') or 0) / GiB:.0f} GiB; torch {mach['torch']}, PyG "
           f"{mach['torch_geometric']}{'' if mach.get('pyg_lib') else ' (without pyg-lib)'}, "
           f"revision {mach.get('revision', '?')}\n")

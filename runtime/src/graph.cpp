@@ -11,16 +11,19 @@
 #include "hector/graph.h"
 #include "hector/common.h"
 #include "hector/graph_holder.h"
+#include "hector/tensor_pool.h"
 
 #include "graph_build.h"
 #include "graph_ops.h"
 
+#include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
 #include <torch/custom_class.h>
 #include <torch/library.h>
 
 #include <array>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <mutex>
 #include <sstream>
@@ -646,15 +649,40 @@ at::Tensor Graph::sortEdgeData(const at::Tensor &data) const {
   TORCH_CHECK_VALUE(data.dim() >= 1 && data.size(0) == numEdges(), kWho,
                     "edge data must have one row per edge (", numEdges(), "), got shape ",
                     data.sizes());
-  return data.index_select(0, tensor(GraphStructure::edge_perm).to(data.device()));
+  const at::Tensor perm = tensor(GraphStructure::edge_perm).to(data.device());
+  if (!data.device().is_cpu())
+    return data.index_select(0, perm);
+  // On the CPU into a block of the tensor pool: a call's edge inputs are as large as its
+  // kernels' tensors and as short-lived.
+  at::Tensor out = pooledEmpty(data.sizes(), data.options());
+  return at::index_select_out(out, data, 0, perm);
 }
 
 at::Tensor Graph::unsortEdgeData(const at::Tensor &data) const {
   TORCH_CHECK_VALUE(data.dim() >= 1 && data.size(0) == numEdges(), kWho,
                     "edge data must have one row per edge (", numEdges(), "), got shape ",
                     data.sizes());
-  at::Tensor perm = tensor(GraphStructure::edge_perm).to(data.device(), at::kLong);
-  return at::empty_like(data, at::MemoryFormat::Contiguous).index_copy_(0, perm, data);
+  const at::Tensor perm = tensor(GraphStructure::edge_perm);
+  if (!data.device().is_cpu()) {
+    at::Tensor out = at::empty_like(data, at::MemoryFormat::Contiguous);
+    return out.index_copy_(0, perm.to(data.device(), at::kLong), data);
+  }
+  // out[perm[i]] = data[i], row by row, into a block of the tensor pool (no int64 copy of the
+  // permutation).
+  const at::Tensor in = data.contiguous();
+  at::Tensor out = pooledEmpty(data.sizes(), data.options());
+  const int64_t rowBytes = numEdges() == 0 ? 0 : in.nbytes() / numEdges();
+  const char *from = static_cast<const char *>(in.const_data_ptr());
+  char *to = static_cast<char *>(out.mutable_data_ptr());
+  AT_DISPATCH_INDEX_TYPES(perm.scalar_type(), "unsortEdgeData", [&] {
+    const index_t *p = perm.const_data_ptr<index_t>();
+    at::parallel_for(0, numEdges(), 4096, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i)
+        std::memcpy(to + static_cast<int64_t>(p[i]) * rowBytes, from + i * rowBytes,
+                    static_cast<size_t>(rowBytes));
+    });
+  });
+  return out;
 }
 
 Graph Graph::build(const at::Tensor &src, const at::Tensor &dst, const at::Tensor &etype,

@@ -236,9 +236,12 @@ void releaseBlock(void *ptr) { pool().give(ptr); }
 
 class PoolAllocator final : public c10::Allocator {
 public:
+  /// `fallback`: PyTorch's CPU allocator before the pool could replace it.
+  explicit PoolAllocator(c10::Allocator *fallback) : fallback(fallback) {}
+
   c10::DataPtr allocate(size_t n) override {
     if (static_cast<int64_t>(n) < pool().minimum() || n == 0)
-      return c10::GetCPUAllocator()->allocate(n);
+      return fallback->allocate(n);
     void *ptr = pool().take(static_cast<int64_t>(n));
     TORCH_CHECK_WITH(OutOfMemoryError, ptr != nullptr, "hector: can't allocate memory: you tried ",
                      "to allocate ", n, " bytes on the CPU (the tensor pool holds none unused)");
@@ -248,12 +251,17 @@ public:
   void copy_data(void *dest, const void *src, std::size_t count) const override {
     default_copy_data(dest, src, count);
   }
+
+  c10::Allocator *const fallback;
 };
 
 PoolAllocator &poolAllocator() {
-  static PoolAllocator *instance = new PoolAllocator();
+  static PoolAllocator *instance = new PoolAllocator(c10::GetCPUAllocator());
   return *instance;
 }
+
+std::mutex processWideMutex;
+bool processWide = false;
 
 } // namespace
 
@@ -279,14 +287,30 @@ void configureTensorPool(int64_t limitBytes, int64_t minBytes, bool poison) {
   pool().configure(limitBytes, minBytes, poison);
 }
 
+void setTensorPoolProcessWide(bool on) {
+  std::lock_guard<std::mutex> lock(processWideMutex);
+  if (on == processWide)
+    return;
+  PoolAllocator &allocator = poolAllocator();
+  // The highest priority, so that no later registration of a default allocator undoes it.
+  c10::SetCPUAllocator(on ? &allocator : allocator.fallback, /*priority=*/255);
+  processWide = on;
+}
+
+bool tensorPoolProcessWide() {
+  std::lock_guard<std::mutex> lock(processWideMutex);
+  return processWide;
+}
+
 } // namespace hector
 
 namespace {
 
 std::vector<int64_t> tensorPoolStatsOp() {
   const hector::TensorPoolStats s = hector::tensorPoolStats();
-  return {s.cachedBytes, s.liveBytes, s.limitBytes, s.minBytes,
-          s.hits,        s.misses,    s.released,   s.poison ? 1 : 0};
+  return {s.cachedBytes, s.liveBytes,      s.limitBytes,
+          s.minBytes,    s.hits,           s.misses,
+          s.released,    s.poison ? 1 : 0, hector::tensorPoolProcessWide() ? 1 : 0};
 }
 
 at::Tensor pooledEmptyOp(std::vector<int64_t> sizes, c10::ScalarType dtype) {
@@ -301,4 +325,5 @@ TORCH_LIBRARY_FRAGMENT(hector, m) {
   m.def("configure_tensor_pool(int limit, int min_bytes, bool poison) -> ()",
         &hector::configureTensorPool);
   m.def("pooled_empty(int[] sizes, ScalarType dtype) -> Tensor", &pooledEmptyOp);
+  m.def("tensor_pool_process_wide(bool on) -> ()", &hector::setTensorPoolProcessWide);
 }

@@ -162,6 +162,36 @@ print("AFTER", float(v.sum()))
     assert "AFTER" in out
 
 
+def test_process_wide_pool_serves_every_cpu_tensor():
+    """Process-wide, torch.empty and the ops of a training step take their large blocks from the
+    pool too; turned off, PyTorch's allocator serves again and pooled tensors still free into
+    the pool."""
+    out = run_script("""
+hector.configure_tensor_pool(process_wide=True)
+assert hector.tensor_pool_stats()["process_wide"]
+s0 = hector.tensor_pool_stats()
+a = torch.ones(4 * MiB // 4)
+b = (a * 2).sum()                       # an op's result: pooled as well
+assert float(b) == 2 * MiB, float(b)
+s1 = hector.tensor_pool_stats()
+assert s1["live_bytes"] == s0["live_bytes"] + 4 * MiB, (s0, s1)
+del a
+c = torch.empty(4 * MiB // 4)           # a freed block (a's, or the product's)
+s3 = hector.tensor_pool_stats()
+assert s3["hits"] > s1["hits"] and s3["misses"] == s1["misses"], (s1, s3)
+small = torch.ones(16)                  # under the minimum: PyTorch's allocator
+assert hector.tensor_pool_stats()["live_bytes"] <= s1["live_bytes"]
+hector.configure_tensor_pool(process_wide=False)
+s2 = hector.tensor_pool_stats()
+d = torch.ones(8 * MiB // 4)
+assert hector.tensor_pool_stats()["live_bytes"] == s2["live_bytes"]
+del c                                   # allocated by the pool: back into it
+assert hector.tensor_pool_stats()["cached_bytes"] == s2["cached_bytes"] + 4 * MiB
+print("OK")
+""")
+    assert "OK" in out
+
+
 MODELS = [("rgcn", ("in=6", "out=5")), ("rgcn_bases", ("in=6", "out=5", "bases=3")),
           ("rgat", ("in=6", "d=3", "H=2")), ("rgat_pyg", ("in=6", "d=3", "H=2")),
           ("hgt", ("in=6", "out=6", "H=2")), ("hgt_simplified", ("in=6", "out=6", "H=2"))]

@@ -53,6 +53,13 @@ void emptyTensorPool();
 /// no kernel reads memory it did not write.
 void configureTensorPool(int64_t limitBytes, int64_t minBytes, bool poison);
 
+/// Makes the pool PyTorch's CPU allocator for every tensor of the process (`on`), or gives the
+/// allocator it replaced back. Off by default: the pool serves compiled layers' tensors only.
+/// On, the tensors of the rest of a training step (a loss over all nodes, its gradient, the
+/// optimizer's temporaries) are reused as well instead of mapped and zeroed afresh.
+void setTensorPoolProcessWide(bool on);
+bool tensorPoolProcessWide();
+
 } // namespace hector
 
 #endif // HECTOR_TENSOR_POOL_H

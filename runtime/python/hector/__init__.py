@@ -53,7 +53,7 @@ def memory_budget(device="cpu"):
 
 
 _POOL_KEYS = ("cached_bytes", "live_bytes", "limit_bytes", "min_bytes", "hits", "misses",
-              "released", "poison")
+              "released", "poison", "process_wide")
 
 
 def tensor_pool_stats():
@@ -61,9 +61,10 @@ def tensor_pool_stats():
     blocks kept for reuse), ``live_bytes`` (blocks backing live tensors), ``limit_bytes`` (the
     most unused bytes kept), ``min_bytes`` (smaller tensors come from PyTorch's allocator),
     ``hits`` and ``misses`` (allocations served by an unused block, or by a new mapping),
-    ``released`` (blocks given back to the system) and ``poison``."""
+    ``released`` (blocks given back to the system), ``poison`` and ``process_wide``."""
     stats = dict(zip(_POOL_KEYS, load_runtime().tensor_pool_stats()))
     stats["poison"] = bool(stats["poison"])
+    stats["process_wide"] = bool(stats["process_wide"])
     return stats
 
 
@@ -72,25 +73,31 @@ def empty_tensor_pool():
     load_runtime().empty_tensor_pool()
 
 
-def configure_tensor_pool(limit=None, min_bytes=None, poison=None):
+def configure_tensor_pool(limit=None, min_bytes=None, poison=None, process_wide=None):
     """Configures the tensor pool; ``None`` keeps a setting. ``limit``: the most bytes of unused
     blocks kept for reuse (default a quarter of the least of the machine's memory and the
     process's address-space and cgroup limits; 0 keeps none). ``min_bytes``: smaller tensors
     come from PyTorch's allocator (default 1 MiB). ``poison``: fill every block with 0xFF
     bytes (NaN in every float dtype) before use, to show that no kernel reads what it did not
-    write (a testing aid; slow)."""
+    write (a testing aid; slow). ``process_wide``: the pool serves every CPU tensor of the
+    process (PyTorch's CPU allocator is replaced until it is turned off again), so that the
+    loss, its gradient and the optimizer's temporaries of a training step are reused too;
+    default off (compiled layers' tensors only)."""
     for name, value in (("limit", limit), ("min_bytes", min_bytes)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
             raise TypeError(f"hector.configure_tensor_pool: {name} must be an int or None, got "
                             f"{type(value).__name__}")
-    if poison is not None and not isinstance(poison, bool):
-        raise TypeError(f"hector.configure_tensor_pool: poison must be a bool or None, got "
-                        f"{type(poison).__name__}")
+    for name, value in (("poison", poison), ("process_wide", process_wide)):
+        if value is not None and not isinstance(value, bool):
+            raise TypeError(f"hector.configure_tensor_pool: {name} must be a bool or None, got "
+                            f"{type(value).__name__}")
     current = tensor_pool_stats()
     load_runtime().configure_tensor_pool(
         current["limit_bytes"] if limit is None else limit,
         current["min_bytes"] if min_bytes is None else min_bytes,
         current["poison"] if poison is None else poison)
+    if process_wide is not None:
+        load_runtime().tensor_pool_process_wide(process_wide)
 
 
 def __getattr__(name):
