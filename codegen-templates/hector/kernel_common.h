@@ -8,6 +8,7 @@
 #define HECTOR_KERNEL_COMMON_H
 
 #include <cstdint>
+#include <type_traits>
 
 #if defined(__CUDACC__)
 #define HECTOR_HD __host__ __device__ __forceinline__
@@ -23,6 +24,15 @@
 
 namespace hector {
 namespace tmpl {
+
+/// The type the kernels compute in for elements stored as T: T itself for float and double;
+/// float for the 16-bit types (bfloat16, float16: any class type that converts to and from
+/// float, such as c10::BFloat16 and c10::Half). Loads convert to it, products, sums, softmax
+/// maxima and every reduction run in it, stores round back to T once.
+template <typename T> struct AccumTypeOf {
+  using type = std::conditional_t<std::is_floating_point<T>::value, T, float>;
+};
+template <typename T> using AccumType = typename AccumTypeOf<T>::type;
 
 /// How the right-hand operand of a segmented GEMM is read: `kIdentity` reads
 /// B_s as a row-major [K, N] matrix, `kTranspose` reads a row-major [N, K]

@@ -24,10 +24,7 @@ using namespace hector::tmpl::cpu;
 using namespace hector::tmpl::testing;
 namespace emit = hector::emit;
 
-namespace {
-template <typename T> double tolerance() { return sizeof(T) == 4 ? 2e-5 : 1e-12; }
-
-} // namespace
+namespace {} // namespace
 
 TEST_CASE("edge map: every edge once, with its relation, ids and endpoints", "[cpu][traversal]") {
   std::mt19937_64 rng(11);
@@ -186,7 +183,7 @@ TEMPLATE_TEST_CASE("pair traversal: a unique pair's edges, both ends", "[cpu][tr
 }
 
 TEMPLATE_TEST_CASE("run sums: edges into unique pairs and pairs into nodes", "[cpu][traversal]",
-                   float, double) {
+                   float, double, Bf16) {
   using T = TestType;
   std::mt19937_64 rng(16);
   const Graph g = randomGraph(200, 4000, 5, rng);
@@ -211,8 +208,8 @@ TEMPLATE_TEST_CASE("run sums: edges into unique pairs and pairs into nodes", "[c
         for (I64 c = 0; c < width; ++c)
           wantNodes[node[u] * width + c] += pairRows[u * width + c];
       INFO("width " << width << ", source pairs: " << srcSide);
-      CHECK(maxRelError(pairs, wantPairs) < tolerance<T>() * 10);
-      CHECK(maxRelError(nodes, wantNodes) < tolerance<T>() * 10);
+      CHECK(maxRelError(pairs, wantPairs) < sumTolerance<T>(10));
+      CHECK(maxRelError(nodes, wantNodes) < sumTolerance<T>(10));
     }
 }
 

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <numeric>
 #include <random>
 #include <vector>
@@ -22,6 +23,39 @@ namespace tmpl {
 namespace testing {
 
 using I64 = std::int64_t;
+
+/// A bfloat16 element for the template tests (the templates take any class type that converts
+/// to and from float; the emitted code uses c10::BFloat16): the upper 16 bits of a float,
+/// rounded to nearest even.
+struct Bf16 {
+  std::uint16_t bits = 0;
+  Bf16() = default;
+  Bf16(float f) { // NOLINT(google-explicit-constructor): converts like c10::BFloat16
+    std::uint32_t u;
+    std::memcpy(&u, &f, sizeof u);
+    u += 0x7FFFu + ((u >> 16) & 1u);
+    bits = static_cast<std::uint16_t>(u >> 16);
+  }
+  operator float() const { // NOLINT(google-explicit-constructor)
+    const std::uint32_t u = static_cast<std::uint32_t>(bits) << 16;
+    float f;
+    std::memcpy(&f, &u, sizeof f);
+    return f;
+  }
+};
+
+/// The tolerance of a result in T relative to an exact reference: float and double sums;
+/// bfloat16 results are float sums rounded once to 8 significant bits (2^-9 relative).
+template <typename T> double tolerance() {
+  return sizeof(T) == 2 ? 1.0 / 256 : sizeof(T) == 4 ? 2e-5 : 1e-12;
+}
+
+/// The tolerance of a sum of `terms`-proportional length: float and double errors grow with it;
+/// a bfloat16 result, summed in float, is rounded once whatever its length (a sum kept in
+/// bfloat16 would exceed this).
+template <typename T> double sumTolerance(double terms) {
+  return sizeof(T) == 2 ? tolerance<T>() : tolerance<T>() * terms;
+}
 
 /// Segment offsets from a list of segment sizes.
 inline std::vector<I64> offsetsFromSizes(const std::vector<I64> &sizes) {

@@ -6,7 +6,9 @@
 // (outer-product) form. OpenMP over (row tile x column block x head) tasks,
 // cache-blocked, with contiguous, restrict-qualified inner loops. Every output
 // element is summed in a fixed order, so results do not depend on the number
-// of threads.
+// of threads. Elements stored as 16-bit types (bfloat16, float16) are computed
+// in float (AccumType): B is packed as float, A's elements are converted as
+// they are broadcast, and each result is rounded once when it is stored.
 //
 //===----------------------------------------------------------------------===//
 #ifndef HECTOR_TEMPLATES_CPU_SEGMENTED_GEMM_H
@@ -58,22 +60,22 @@ std::vector<RowTile> makeRowTiles(std::int64_t numSegments, const Index *off,
   return tiles;
 }
 
-/// Packs op(B)[k0:k0+kd, n0:n0+nw] into a dense [kd, ldp] block.
-template <typename T, BOp Op>
+/// Packs op(B)[k0:k0+kd, n0:n0+nw] into a dense [kd, ldp] block of the accumulation type.
+template <typename T, BOp Op, typename Acc = AccumType<T>>
 inline void packB(const T *HECTOR_RESTRICT b, std::int64_t K, std::int64_t N, std::int64_t k0,
-                  std::int64_t kd, std::int64_t n0, std::int64_t nw, T *HECTOR_RESTRICT pack,
+                  std::int64_t kd, std::int64_t n0, std::int64_t nw, Acc *HECTOR_RESTRICT pack,
                   std::int64_t ldp) {
   for (std::int64_t k = 0; k < kd; ++k) {
-    T *HECTOR_RESTRICT dst = pack + k * ldp;
+    Acc *HECTOR_RESTRICT dst = pack + k * ldp;
     if constexpr (Op == BOp::kIdentity) {
       const T *HECTOR_RESTRICT src = b + (k0 + k) * N + n0;
 #pragma omp simd
       for (std::int64_t n = 0; n < nw; ++n)
-        dst[n] = src[n];
+        dst[n] = Acc(src[n]);
     } else {
       const T *HECTOR_RESTRICT src = b + n0 * K + (k0 + k);
       for (std::int64_t n = 0; n < nw; ++n)
-        dst[n] = src[n * K];
+        dst[n] = Acc(src[n * K]);
     }
   }
 }
@@ -111,12 +113,13 @@ constexpr int microRows(int nv) { return nv >= 3 ? 4 : 8; }
 /// acc[MR rows, NV vectors] (row stride ldc) (=|+=) a[MR rows][k0 : k0+kd] x pack[kd][NV
 /// vectors] (row stride ldp), the accumulators in registers for the whole depth. Every element
 /// is summed in increasing k, starting from its old value (`first`: from zero), so the result
-/// does not depend on the blocking.
-template <typename T, int MR, int NV>
+/// does not depend on the blocking. A's elements (type T) are converted to the accumulation
+/// type Acc of the packed block and the accumulators.
+template <typename T, int MR, int NV, typename Acc = AccumType<T>>
 inline void microKernel(const T *const *aRows, std::int64_t k0, std::int64_t kd,
-                        const T *HECTOR_RESTRICT pack, std::int64_t ldp, T *HECTOR_RESTRICT acc,
+                        const Acc *HECTOR_RESTRICT pack, std::int64_t ldp, Acc *HECTOR_RESTRICT acc,
                         std::int64_t ldc, bool first) {
-  using S = Simd<T>;
+  using S = Simd<Acc>;
   using V = typename S::Vec;
   constexpr std::int64_t L = S::kLanes;
   V c[MR][NV];
@@ -136,7 +139,7 @@ HECTOR_UNROLL(4)
       b[j] = S::load(pack + k * ldp + j * L);
 HECTOR_UNROLL(8)
     for (int i = 0; i < MR; ++i) {
-      const T av = a[i][k];
+      const Acc av = Acc(a[i][k]);
 HECTOR_UNROLL(4)
       for (int j = 0; j < NV; ++j)
         c[i][j] += av * b[j];
@@ -150,9 +153,9 @@ HECTOR_UNROLL(4)
 }
 
 /// The micro-kernel for `rows` < MR rows (the tail of a row tile).
-template <typename T, int MR, int NV>
+template <typename T, int MR, int NV, typename Acc = AccumType<T>>
 inline void microKernelTail(std::int64_t rows, const T *const *aRows, std::int64_t k0,
-                            std::int64_t kd, const T *pack, std::int64_t ldp, T *acc,
+                            std::int64_t kd, const Acc *pack, std::int64_t ldp, Acc *acc,
                             std::int64_t ldc, bool first) {
   if constexpr (MR > 1) {
     if (rows == MR - 1)
@@ -163,11 +166,11 @@ inline void microKernelTail(std::int64_t rows, const T *const *aRows, std::int64
 
 /// Runs the micro-kernels over a [rows, nv vectors] accumulator tile (row stride ldc) for one
 /// depth block: column groups of up to four vectors, each over the rows in register blocks.
-template <typename T>
+template <typename T, typename Acc = AccumType<T>>
 inline void tileDepthBlock(std::int64_t rows, std::int64_t nv, const T *const *aRows,
-                           std::int64_t k0, std::int64_t kd, const T *pack, std::int64_t ldp,
-                           T *acc, std::int64_t ldc, bool first) {
-  constexpr std::int64_t L = Simd<T>::kLanes;
+                           std::int64_t k0, std::int64_t kd, const Acc *pack, std::int64_t ldp,
+                           Acc *acc, std::int64_t ldc, bool first) {
+  constexpr std::int64_t L = Simd<Acc>::kLanes;
   auto group = [&](auto nvTag, std::int64_t v0) {
     constexpr int NV = decltype(nvTag)::value;
     constexpr int MR = microRows(NV);
@@ -192,10 +195,11 @@ inline void tileDepthBlock(std::int64_t rows, std::int64_t nv, const T *const *a
 
 /// Computes row-aligned results of every tile and hands each finished
 /// [rows, nw] block to `store(row, head, n0, nw, accRow)`, `row` the problem's
-/// logical row (an index into the segments' rows, before `rows`).
+/// logical row (an index into the segments' rows, before `rows`); `accRow` holds AccumType<T>.
 template <typename T, BOp Op, typename Tile, typename Index, typename Store>
 void gemmTiles(const GemmProblem<T, Index> &p, Store &&store) {
-  using S = Simd<T>;
+  using Acc = AccumType<T>;
+  using S = Simd<Acc>;
   constexpr std::int64_t L = S::kLanes;
   constexpr std::int64_t MT = Tile::kRows, NC = Tile::kCols, KD = Tile::kDepth;
   // The column block in whole vectors (zero-padded in the packed B).
@@ -210,13 +214,13 @@ void gemmTiles(const GemmProblem<T, Index> &p, Store &&store) {
   // Buffers are allocated before the parallel region: an allocation failure is an exception
   // of the caller's thread, never one inside an OpenMP region.
   const int maxThreads = maxThreadCount();
-  std::vector<T> accAll(static_cast<std::size_t>(maxThreads * MT * LDP + L));
-  std::vector<T> packAll(static_cast<std::size_t>(maxThreads * KD * LDP + L));
+  std::vector<Acc> accAll(static_cast<std::size_t>(maxThreads * MT * LDP + L));
+  std::vector<Acc> packAll(static_cast<std::size_t>(maxThreads * KD * LDP + L));
 #pragma omp parallel
   {
     const int t = threadIndex();
-    T *HECTOR_RESTRICT acc = accAll.data() + t * MT * LDP;
-    T *HECTOR_RESTRICT pack = packAll.data() + t * KD * LDP;
+    Acc *HECTOR_RESTRICT acc = accAll.data() + t * MT * LDP;
+    Acc *HECTOR_RESTRICT pack = packAll.data() + t * KD * LDP;
     const T *aRows[MT];
 #pragma omp for schedule(dynamic, 1)
     for (std::int64_t task = 0; task < numTasks; ++task) {
@@ -239,13 +243,13 @@ void gemmTiles(const GemmProblem<T, Index> &p, Store &&store) {
         for (std::int64_t k = 0; k < K; k += 64 / static_cast<std::int64_t>(sizeof(T)))
           __builtin_prefetch(aRows[r] + k);
       if (K == 0)
-        std::fill(acc, acc + rows * LDP, T(0));
+        std::fill(acc, acc + rows * LDP, Acc(0));
       for (std::int64_t k0 = 0; k0 < K; k0 += KD) {
         const std::int64_t kd = std::min<std::int64_t>(KD, K - k0);
         packB<T, Op>(bSeg, K, N, k0, kd, n0, nw, pack, LDP);
         for (std::int64_t k = 0; k < kd; ++k)
           for (std::int64_t n = nw; n < nv * L; ++n)
-            pack[k * LDP + n] = T(0);
+            pack[k * LDP + n] = Acc(0);
         tileDepthBlock<T>(rows, nv, aRows, k0, kd, pack, LDP, acc, LDP, k0 == 0);
       }
       for (std::int64_t r = 0; r < rows; ++r)
@@ -256,7 +260,8 @@ void gemmTiles(const GemmProblem<T, Index> &p, Store &&store) {
 
 /// The weight-gradient micro-kernel: acc[MK rows of k, NV vectors of n] (row stride ldacc) +=
 /// sum_{r < rb} a[r][k] dc[r][n], over packed [rb, lda] / [rb, ldg] blocks, the accumulators
-/// in registers; every element sums its rows in increasing order.
+/// in registers; every element sums its rows in increasing order. T: the accumulation type
+/// (the packed blocks are converted to it).
 template <typename T, int MK, int NV>
 inline void wgradKernel(std::int64_t rb, const T *HECTOR_RESTRICT a, std::int64_t lda,
                         const T *HECTOR_RESTRICT g, std::int64_t ldg, T *HECTOR_RESTRICT acc,
@@ -311,25 +316,26 @@ inline void wgradKernelTail(std::int64_t mk, std::int64_t rb, const T *a, std::i
 /// `kStore` / `kAccumulate` write or add each row's result into its own row of C;
 /// `kAccumulateIndexPerSegment` adds each segment's rows straight into C at `scatter`, one
 /// segment after another (the index is injective within a segment).
+/// A 16-bit C is rounded once per store, so there once per segment that reaches a row.
 template <typename T, BOp Op, Scatter Mode, typename Tile = GemmTile<T>,
           typename Index = std::int64_t>
 void segmentedGemm(const GemmProblem<T, Index> &p) {
+  using Acc = AccumType<T>;
   if constexpr (Mode == Scatter::kStore || Mode == Scatter::kAccumulate) {
-    detail::gemmTiles<T, Op, Tile>(
-        p, [&](std::int64_t row, std::int64_t head, std::int64_t n0, std::int64_t nw,
-               const T *HECTOR_RESTRICT acc) {
-          const std::int64_t phys = p.rows ? static_cast<std::int64_t>(p.rows[row]) : row;
-          T *HECTOR_RESTRICT c = p.C + phys * p.ldc + head * p.N + n0;
-          if constexpr (Mode == Scatter::kAccumulate) {
+    detail::gemmTiles<T, Op, Tile>(p, [&](std::int64_t row, std::int64_t head, std::int64_t n0,
+                                          std::int64_t nw, const Acc *HECTOR_RESTRICT acc) {
+      const std::int64_t phys = p.rows ? static_cast<std::int64_t>(p.rows[row]) : row;
+      T *HECTOR_RESTRICT c = p.C + phys * p.ldc + head * p.N + n0;
+      if constexpr (Mode == Scatter::kAccumulate) {
 #pragma omp simd
-            for (std::int64_t n = 0; n < nw; ++n)
-              c[n] += acc[n];
-          } else {
+        for (std::int64_t n = 0; n < nw; ++n)
+          c[n] = T(Acc(c[n]) + acc[n]);
+      } else {
 #pragma omp simd
-            for (std::int64_t n = 0; n < nw; ++n)
-              c[n] = acc[n];
-          }
-        });
+        for (std::int64_t n = 0; n < nw; ++n)
+          c[n] = T(acc[n]);
+      }
+    });
   } else {
     static_assert(Mode == Scatter::kAccumulateIndexPerSegment);
     // One segment at a time: within it no two rows share an output row.
@@ -338,16 +344,15 @@ void segmentedGemm(const GemmProblem<T, Index> &p) {
       q.numSegments = 1;
       q.segOffsets = p.segOffsets + s;
       q.B = p.B + s * p.strideB;
-      detail::gemmTiles<T, Op, Tile>(
-          q, [&](std::int64_t row, std::int64_t head, std::int64_t n0, std::int64_t nw,
-                 const T *HECTOR_RESTRICT acc) {
-            const std::int64_t phys = p.rows ? static_cast<std::int64_t>(p.rows[row]) : row;
-            T *HECTOR_RESTRICT c =
-                p.C + static_cast<std::int64_t>(p.scatter[phys]) * p.ldc + head * p.N + n0;
+      detail::gemmTiles<T, Op, Tile>(q, [&](std::int64_t row, std::int64_t head, std::int64_t n0,
+                                            std::int64_t nw, const Acc *HECTOR_RESTRICT acc) {
+        const std::int64_t phys = p.rows ? static_cast<std::int64_t>(p.rows[row]) : row;
+        T *HECTOR_RESTRICT c =
+            p.C + static_cast<std::int64_t>(p.scatter[phys]) * p.ldc + head * p.N + n0;
 #pragma omp simd
-            for (std::int64_t n = 0; n < nw; ++n)
-              c[n] += acc[n];
-          });
+        for (std::int64_t n = 0; n < nw; ++n)
+          c[n] = T(Acc(c[n]) + acc[n]);
+      });
     }
   }
 }
@@ -364,7 +369,8 @@ void segmentedGemm(const GemmProblem<T, Index> &p) {
 template <typename T, BOp Op, Assign Mode, typename Tile = GemmTile<T>,
           typename Index = std::int64_t>
 void segmentedWeightGrad(const WeightGradProblem<T, Index> &p) {
-  using S = detail::Simd<T>;
+  using Acc = AccumType<T>;
+  using S = detail::Simd<Acc>;
   constexpr std::int64_t L = S::kLanes;
   constexpr std::int64_t CR = Tile::kWgradRows;
   constexpr std::int64_t RB = 64; // rows packed per block (two [RB, K/N] blocks stay in L1/L2)
@@ -383,17 +389,17 @@ void segmentedWeightGrad(const WeightGradProblem<T, Index> &p) {
     slotStart[s + 1] = slotStart[s] + (chunks > 1 ? chunks : 0);
   }
   const std::int64_t numChunks = chunkStart[p.numSegments];
-  std::vector<T> partials(static_cast<std::size_t>(slotStart[p.numSegments] * H * KNP));
+  std::vector<Acc> partials(static_cast<std::size_t>(slotStart[p.numSegments] * H * KNP));
 
-  auto writeOut = [&](std::int64_t s, std::int64_t head, const T *HECTOR_RESTRICT acc) {
+  auto writeOut = [&](std::int64_t s, std::int64_t head, const Acc *HECTOR_RESTRICT acc) {
     T *HECTOR_RESTRICT d = p.dB + s * p.strideB + head * KN;
     for (std::int64_t k = 0; k < K; ++k)
       for (std::int64_t n = 0; n < N; ++n) {
         const std::int64_t at = Op == BOp::kIdentity ? k * N + n : n * K + k;
         if constexpr (Mode == Assign::kAdd)
-          d[at] += acc[k * NP + n];
+          d[at] = T(Acc(d[at]) + acc[k * NP + n]);
         else
-          d[at] = acc[k * NP + n];
+          d[at] = T(acc[k * NP + n]);
       }
   };
 
@@ -409,13 +415,13 @@ void segmentedWeightGrad(const WeightGradProblem<T, Index> &p) {
   // packed row blocks of A ([RB, K]) and dC ([RB, NP], zero-padded).
   const int maxThreads = maxThreadCount();
   const std::int64_t perThread = KNP + RB * K + RB * NP;
-  std::vector<T> buffers(static_cast<std::size_t>(maxThreads * perThread));
+  std::vector<Acc> buffers(static_cast<std::size_t>(maxThreads * perThread));
   const std::int64_t numTasks = numChunks * H;
 #pragma omp parallel
   {
-    T *HECTOR_RESTRICT acc = buffers.data() + threadIndex() * perThread;
-    T *HECTOR_RESTRICT packA = acc + KNP;
-    T *HECTOR_RESTRICT packG = packA + RB * K;
+    Acc *HECTOR_RESTRICT acc = buffers.data() + threadIndex() * perThread;
+    Acc *HECTOR_RESTRICT packA = acc + KNP;
+    Acc *HECTOR_RESTRICT packG = packA + RB * K;
 #pragma omp for schedule(dynamic, 1)
     for (std::int64_t task = 0; task < numTasks; ++task) {
       const std::int64_t head = task % H, chunk = task / H;
@@ -424,7 +430,7 @@ void segmentedWeightGrad(const WeightGradProblem<T, Index> &p) {
       const std::int64_t local = chunk - chunkStart[s];
       const std::int64_t begin = p.segOffsets[s] + local * CR;
       const std::int64_t end = std::min<std::int64_t>(p.segOffsets[s + 1], begin + CR);
-      std::fill(acc, acc + KNP, T(0));
+      std::fill(acc, acc + KNP, Acc(0));
       for (std::int64_t r0 = begin; r0 < end; r0 += RB) {
         const std::int64_t rb = std::min<std::int64_t>(RB, end - r0);
         for (std::int64_t r = 0; r < rb; ++r) {
@@ -434,9 +440,9 @@ void segmentedWeightGrad(const WeightGradProblem<T, Index> &p) {
           const std::int64_t ic = p.gatherC ? static_cast<std::int64_t>(p.gatherC[phys]) : phys;
           const T *HECTOR_RESTRICT a = p.A + ia * p.lda + head * K;
           const T *HECTOR_RESTRICT g = p.dC + ic * p.ldc + head * N;
-          std::copy(a, a + K, packA + r * K);
-          std::copy(g, g + N, packG + r * NP);
-          std::fill(packG + r * NP + N, packG + (r + 1) * NP, T(0));
+          std::transform(a, a + K, packA + r * K, [](const T &x) { return Acc(x); });
+          std::transform(g, g + N, packG + r * NP, [](const T &x) { return Acc(x); });
+          std::fill(packG + r * NP + N, packG + (r + 1) * NP, Acc(0));
         }
         // Register blocks of the [K, NP] accumulator: up to 4 vectors of n by 4 (or 8) k.
         for (std::int64_t v0 = 0; v0 < NP / L; v0 += 4) {
@@ -446,11 +452,11 @@ void segmentedWeightGrad(const WeightGradProblem<T, Index> &p) {
             constexpr int MK = NV >= 3 ? 4 : 8;
             std::int64_t k = 0;
             for (; k + MK <= K; k += MK)
-              detail::wgradKernel<T, MK, NV>(rb, packA + k, K, packG + v0 * L, NP,
-                                     acc + k * NP + v0 * L, NP);
+              detail::wgradKernel<Acc, MK, NV>(rb, packA + k, K, packG + v0 * L, NP,
+                                               acc + k * NP + v0 * L, NP);
             if (k < K)
-              detail::wgradKernelTail<T, MK, NV>(K - k, rb, packA + k, K, packG + v0 * L, NP,
-                                         acc + k * NP + v0 * L, NP);
+              detail::wgradKernelTail<Acc, MK, NV>(K - k, rb, packA + k, K, packG + v0 * L, NP,
+                                                   acc + k * NP + v0 * L, NP);
           };
           switch (nv) {
           case 4: block(std::integral_constant<int, 4>{}); break;
@@ -464,7 +470,7 @@ void segmentedWeightGrad(const WeightGradProblem<T, Index> &p) {
       if (chunks == 1) {
         writeOut(s, head, acc);
       } else {
-        T *slot = partials.data() + ((slotStart[s] + local) * H + head) * KNP;
+        Acc *slot = partials.data() + ((slotStart[s] + local) * H + head) * KNP;
         std::copy(acc, acc + KNP, slot);
       }
     }
@@ -477,10 +483,10 @@ void segmentedWeightGrad(const WeightGradProblem<T, Index> &p) {
       const std::int64_t chunks = slotStart[s + 1] - slotStart[s];
       if (chunks == 0)
         continue;
-      const T *first = partials.data() + (slotStart[s] * H + head) * KNP;
+      const Acc *first = partials.data() + (slotStart[s] * H + head) * KNP;
       std::copy(first, first + KNP, acc);
       for (std::int64_t c = 1; c < chunks; ++c) {
-        const T *HECTOR_RESTRICT part = partials.data() + ((slotStart[s] + c) * H + head) * KNP;
+        const Acc *HECTOR_RESTRICT part = partials.data() + ((slotStart[s] + c) * H + head) * KNP;
 #pragma omp simd
         for (std::int64_t i = 0; i < KNP; ++i)
           acc[i] += part[i];

@@ -14,6 +14,7 @@
 #ifndef HECTOR_TEMPLATES_CPU_TRAVERSAL_H
 #define HECTOR_TEMPLATES_CPU_TRAVERSAL_H
 
+#include "hector/cpu/parallel.h"
 #include "hector/kernel_common.h"
 
 #include <algorithm>
@@ -91,38 +92,63 @@ constexpr std::int64_t kRunSumChunk = 64;
 /// pairs). `toNodes`: out[v] = sum of in[pair] over the pairs of node v, in relation order; else
 /// out[pair] = sum of in[edge] over the pair's edges, in CSR order. Rows of `width` elements;
 /// each output row is summed by one thread in order: deterministic. A node without entries (or a
-/// pair without edges) yields 0.
+/// pair without edges) yields 0. Sums run in AccumType<T> (float for 16-bit elements, in a
+/// per-thread row buffer) and are rounded to T once.
 template <typename T, typename Index>
 void runSum(const Csr<Index> &g, const T *in, std::int64_t width, T *out, bool toNodes) {
+  using Acc = AccumType<T>;
+  constexpr bool kDirect = std::is_same<T, Acc>::value;
   const std::int64_t numChunks = ceilDiv<std::int64_t>(g.numNodes, kRunSumChunk);
+  // The rows of 16-bit sums: one per thread, allocated before the parallel region.
+  std::vector<Acc> rowBuffers(kDirect ? 0 : static_cast<std::size_t>(maxThreadCount() * width));
 #pragma omp parallel for schedule(dynamic, 1)
   for (std::int64_t chunk = 0; chunk < numChunks; ++chunk) {
+    Acc *HECTOR_RESTRICT buffer = kDirect ? nullptr : rowBuffers.data() + threadIndex() * width;
+    // The row an output row is summed in: the output itself, or the thread's buffer.
+    const auto sumRow = [&](T *o) -> Acc * {
+      if constexpr (kDirect)
+        return o;
+      else
+        return buffer;
+    };
+    const auto storeRow = [&](T *o, const Acc *acc) {
+      if constexpr (!kDirect)
+        for (std::int64_t c = 0; c < width; ++c)
+          o[c] = T(acc[c]);
+      (void)o;
+      (void)acc;
+    };
     const std::int64_t vb = chunk * kRunSumChunk;
     const std::int64_t ve = std::min<std::int64_t>(g.numNodes, vb + kRunSumChunk);
     std::int64_t k = g.firstRunFrom(g.rowPtr[vb]);
     for (std::int64_t v = vb; v < ve; ++v) {
       const std::int64_t end = g.rowPtr[v + 1];
-      T *HECTOR_RESTRICT node = out + v * width;
+      T *node = out + v * width;
+      Acc *HECTOR_RESTRICT nodeSum = sumRow(node);
       if (toNodes)
-        std::fill(node, node + width, T(0));
+        std::fill(nodeSum, nodeSum + width, Acc(0));
       for (; k < g.numRuns && static_cast<std::int64_t>(g.runPtr[k]) < end; ++k) {
         const std::int64_t pair = g.runPair[k];
         if (toNodes) {
           const T *HECTOR_RESTRICT x = in + pair * width;
 #pragma omp simd
           for (std::int64_t c = 0; c < width; ++c)
-            node[c] += x[c];
+            nodeSum[c] += Acc(x[c]);
         } else {
-          T *HECTOR_RESTRICT o = out + pair * width;
-          std::fill(o, o + width, T(0));
+          T *o = out + pair * width;
+          Acc *HECTOR_RESTRICT pairSum = sumRow(o);
+          std::fill(pairSum, pairSum + width, Acc(0));
           for (std::int64_t i = g.runPtr[k]; i < static_cast<std::int64_t>(g.runPtr[k + 1]); ++i) {
             const T *HECTOR_RESTRICT x = in + g.edgeAt(i) * width;
 #pragma omp simd
             for (std::int64_t c = 0; c < width; ++c)
-              o[c] += x[c];
+              pairSum[c] += Acc(x[c]);
           }
+          storeRow(o, pairSum);
         }
       }
+      if (toNodes)
+        storeRow(node, nodeSum);
     }
   }
 }

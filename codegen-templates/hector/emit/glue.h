@@ -95,6 +95,57 @@ inline void checkArgument(const at::Tensor &t, const std::string &what, at::Scal
                     ", got ", formatShape("", actual));
 }
 
+/// True for the 16-bit floating-point dtypes (bfloat16, float16).
+inline bool isHalfPrecision(at::ScalarType t) { return t == at::kBFloat16 || t == at::kHalf; }
+
+/// The 16-bit dtype of a call (bfloat16 or float16), or std::nullopt when no defined tensor
+/// among `inputs` and `weights` has one. In a 16-bit call every other defined tensor must be
+/// float32 (an RGCN norm, an activation a backward layer saved); anything else (float64, the
+/// other 16-bit dtype, an integer dtype) is a TypeError naming the tensor, before any kernel
+/// runs. `inputNames` / `weightNames` name the tensors as `op` reports them.
+inline std::optional<at::ScalarType>
+halfPrecisionCall(at::TensorList inputs, at::TensorList weights, const std::string &op,
+                  const std::vector<std::string> &inputNames,
+                  const std::vector<std::string> &weightNames) {
+  std::optional<at::ScalarType> half;
+  std::string first;
+  auto scan = [&](at::TensorList tensors, const std::vector<std::string> &names, const char *kind) {
+    for (std::size_t i = 0; i < tensors.size() && !half; ++i)
+      if (tensors[i].defined() && isHalfPrecision(tensors[i].scalar_type())) {
+        half = tensors[i].scalar_type();
+        first = std::string(kind) + " '" + (i < names.size() ? names[i] : "?") + "'";
+      }
+  };
+  scan(inputs, inputNames, "input");
+  scan(weights, weightNames, "weight");
+  if (!half)
+    return std::nullopt;
+  auto check = [&](at::TensorList tensors, const std::vector<std::string> &names,
+                   const char *kind) {
+    for (std::size_t i = 0; i < tensors.size(); ++i) {
+      if (!tensors[i].defined())
+        continue;
+      const at::ScalarType t = tensors[i].scalar_type();
+      TORCH_CHECK_TYPE(t == *half || t == at::kFloat, op, ".forward: ", kind, " '",
+                       i < names.size() ? names[i] : "?", "' has dtype ", t, " but ", first, " is ",
+                       *half, ": a ", *half, " call takes ", *half,
+                       " tensors and float32 ones (computed in float32), nothing else");
+    }
+  };
+  check(inputs, inputNames, "input");
+  check(weights, weightNames, "weight");
+  return half;
+}
+
+/// The defined tensors of `tensors` as float32 (16-bit ones converted, float32 ones as they are).
+inline std::vector<at::Tensor> toFloat32(at::TensorList tensors) {
+  std::vector<at::Tensor> out;
+  out.reserve(tensors.size());
+  for (const at::Tensor &t : tensors)
+    out.push_back(t.defined() ? t.to(at::kFloat) : t);
+  return out;
+}
+
 /// `t` viewed as rows of `inner` (a leading dimension of t.numel() / prod(inner) rows).
 inline at::Tensor rowView(const at::Tensor &t, std::vector<std::int64_t> inner) {
   std::int64_t m = 1;

@@ -99,7 +99,8 @@ template <typename T> inline void prefetchRow(const T *row, std::int64_t n) {
 #endif
 }
 
-/// The elementwise functions of the Hector dialect, in the precision of T.
+/// The elementwise functions of the Hector dialect, in the precision of T (the functors call
+/// them with their accumulation type, tmpl::AccumType of the element type).
 namespace ops {
 template <typename T> HECTOR_HD T exp(T x) {
   using std::exp;
@@ -129,39 +130,40 @@ constexpr int kSumLanes = 8;
 
 /// sum_{k < D} a[k] * b[k] in a fixed order (the same on every thread count and device):
 /// partial sums over k mod 8, combined pairwise; rows narrower than 16 are summed in order.
-template <typename T, int D> HECTOR_HD T dot(const T *a, const T *b) {
+/// Computed in T (the accumulation type) whatever the element types of a and b.
+template <typename T, int D, typename P, typename Q> HECTOR_HD T dot(const P *a, const Q *b) {
   if constexpr (D < 2 * kSumLanes) {
     T acc = T(0);
     for (int k = 0; k < D; ++k)
-      acc += a[k] * b[k];
+      acc += T(a[k]) * T(b[k]);
     return acc;
   } else {
     constexpr int M = D / kSumLanes * kSumLanes;
     T acc[kSumLanes] = {};
     for (int k = 0; k < M; k += kSumLanes)
       for (int l = 0; l < kSumLanes; ++l)
-        acc[l] += a[k + l] * b[k + l];
+        acc[l] += T(a[k + l]) * T(b[k + l]);
     for (int k = M; k < D; ++k)
-      acc[k - M] += a[k] * b[k];
+      acc[k - M] += T(a[k]) * T(b[k]);
     return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
   }
 }
 
-/// sum_{k < D} a[k], in the order of dot().
-template <typename T, int D> HECTOR_HD T sum(const T *a) {
+/// sum_{k < D} a[k], in the order of dot(), in T.
+template <typename T, int D, typename P> HECTOR_HD T sum(const P *a) {
   if constexpr (D < 2 * kSumLanes) {
     T acc = T(0);
     for (int k = 0; k < D; ++k)
-      acc += a[k];
+      acc += T(a[k]);
     return acc;
   } else {
     constexpr int M = D / kSumLanes * kSumLanes;
     T acc[kSumLanes] = {};
     for (int k = 0; k < M; k += kSumLanes)
       for (int l = 0; l < kSumLanes; ++l)
-        acc[l] += a[k + l];
+        acc[l] += T(a[k + l]);
     for (int k = M; k < D; ++k)
-      acc[k - M] += a[k];
+      acc[k - M] += T(a[k]);
     return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
   }
 }

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <set>
 #include <tuple>
 
 using namespace mlir;
@@ -53,7 +54,8 @@ public:
   /// Prints the functor. Its index members (the graph arrays the body reads) are the line
   /// kIndexMembers, which the caller replaces (printFunctor).
   LogicalResult print() {
-    os << "template <typename T, typename I> struct " << name << "_f {\n";
+    os << "template <typename T, typename I> struct " << name << "_f {\n"
+       << "  using A = ::hector::tmpl::AccumType<T>;\n";
     for (unsigned i = 0; i < op.getInputs().size(); ++i)
       os << "  const T *in" << i << ";\n";
     for (unsigned i = 0; i < op.getNumResults(); ++i)
@@ -143,6 +145,9 @@ private:
 
   /// A new variable name.
   std::string fresh() { return "v" + std::to_string(counter++); }
+  /// The names of the pointers to stored rows (element type T) in the code printed so far; every
+  /// other array holds the accumulation type A.
+  std::set<std::string> storedRows;
 
   /// The elements of a row of `v`.
   static int64_t sizeOf(Value v) { return numElements(cast<ValueType>(v.getType()).getDims()); }
@@ -226,11 +231,11 @@ private:
     }
     std::string name = fresh();
     if (auto constant = dyn_cast<ConstantOp>(def)) {
-      os << indent << "const T " << name << "[1] = {T("
+      os << indent << "const A " << name << "[1] = {A("
          << literal(constant.getValue().convertToDouble()) << ")};\n";
       return name;
     }
-    os << indent << "T " << name << "[" << n << "];\n";
+    os << indent << "A " << name << "[" << n << "];\n";
     if (isa<AddOp, SubOp, MulOp, DivOp>(def))
       computeBinary(def, name, n, ctx);
     else if (isa<NegOp, LeakyReluOp>(def) || def->hasTrait<OpTrait::UnaryFunction>())
@@ -262,6 +267,7 @@ private:
     std::string row = rowOf(space, ctx);
     os << indent << "const T *" << name << " = in" << arg.getArgNumber() << " + (" << row << ") * "
        << n << ";\n";
+    storedRows.insert(name);
     // Rows that change from edge to edge in no particular order are loaded ahead: not the
     // traversal's node, a relation or a single row, nor an edge's own row where the CSR
     // visits the edges in order (by destination). An edge traversal visits positions in
@@ -293,6 +299,7 @@ private:
     int64_t n = sizeOf(row.getResult());
     os << indent << "const T *" << name << " = " << table << " + std::int64_t(" << srcVar << ") * "
        << n << ";\n";
+    storedRows.insert(name);
     // The rows of a node traversal's edges are scattered in the table, as node rows read
     // through src are: prefetch() loads them ahead (not where the source is the traversal's
     // node).
@@ -310,12 +317,13 @@ private:
   }
 
   /// Element i of a row of `n` elements read from `array`, the row of `operand`: an operand
-  /// with fewer elements repeats each of them (prefix broadcasting).
-  static std::string element(Value operand, const std::string &array, int64_t n) {
+  /// with fewer elements repeats each of them (prefix broadcasting). An element of a stored row
+  /// (type T) is converted to the accumulation type A first, so that arithmetic on 16-bit
+  /// elements runs in float.
+  std::string element(Value operand, const std::string &array, int64_t n) const {
     int64_t m = sizeOf(operand);
-    if (m == n)
-      return array + "[i]";
-    return array + "[i / " + std::to_string(n / m) + "]";
+    std::string at = m == n ? array + "[i]" : array + "[i / " + std::to_string(n / m) + "]";
+    return storedRows.count(array) ? "A(" + at + ")" : at;
   }
 
   /// add, sub, mul, div: into `name`, a row of `n` elements.
@@ -335,12 +343,12 @@ private:
     std::string a = eval(def->getOperand(0), ctx);
     std::string call;
     if (isa<NegOp>(def))
-      call = "-" + a + "[i]";
+      call = "-" + (storedRows.count(a) ? "A(" + a + "[i])" : a + "[i]");
     else if (auto leaky = dyn_cast<LeakyReluOp>(def))
-      call = "::hector::emit::ops::leakyRelu<T>(" + a + "[i], T(" +
+      call = "::hector::emit::ops::leakyRelu<A>(" + a + "[i], A(" +
              literal(leaky.getSlope().convertToDouble()) + "))";
     else
-      call = "::hector::emit::ops::" + def->getName().stripDialect().str() + "<T>(" + a + "[i])";
+      call = "::hector::emit::ops::" + def->getName().stripDialect().str() + "<A>(" + a + "[i])";
     os << loop(n) << indent << "  " << name << "[i] = " << call << ";\n";
   }
 
@@ -350,11 +358,11 @@ private:
     std::string g = eval(def->getOperand(0), ctx), x = eval(def->getOperand(1), ctx);
     std::string call;
     if (auto leaky = dyn_cast<LeakyReluGradOp>(def))
-      call = "::hector::emit::ops::leakyReluGrad<T>(" + element(def->getOperand(0), g, n) + ", " +
-             element(def->getOperand(1), x, n) + ", T(" +
+      call = "::hector::emit::ops::leakyReluGrad<A>(" + element(def->getOperand(0), g, n) + ", " +
+             element(def->getOperand(1), x, n) + ", A(" +
              literal(leaky.getSlope().convertToDouble()) + "))";
     else
-      call = "::hector::emit::ops::geluGrad<T>(" + element(def->getOperand(0), g, n) + ", " +
+      call = "::hector::emit::ops::geluGrad<A>(" + element(def->getOperand(0), g, n) + ", " +
              element(def->getOperand(1), x, n) + ")";
     os << loop(n) << indent << "  " << name << "[i] = " << call << ";\n";
   }
@@ -363,7 +371,7 @@ private:
   void computeRowSum(ReduceOp reduce, const std::string &name, int64_t n, const std::string &ctx) {
     std::string a = eval(reduce.getInput(), ctx);
     int64_t ratio = sizeOf(reduce.getInput()) / n;
-    os << loop(n) << indent << "  " << name << "[i] = ::hector::emit::ops::sum<T, " << ratio << ">("
+    os << loop(n) << indent << "  " << name << "[i] = ::hector::emit::ops::sum<A, " << ratio << ">("
        << a << " + i * " << ratio << ");\n";
   }
 
@@ -391,16 +399,17 @@ private:
     }
     std::string g = eval(aggGrad.getGrad(), node);
     std::string ptr = byDst ? "inPtr" : "outPtr";
-    os << indent << "const T " << name << "_deg = T(" << ptr << "[" << node << " + 1] - " << ptr
+    os << indent << "const A " << name << "_deg = A(" << ptr << "[" << node << " + 1] - " << ptr
        << "[" << node << "]);\n"
-       << loop(n) << indent << "  " << name << "[i] = " << g << "[i] / " << name << "_deg;\n";
+       << loop(n) << indent << "  " << name << "[i] = " << element(aggGrad.getGrad(), g, n) << " / "
+       << name << "_deg;\n";
   }
 
   /// dot over the last dimension, into `name`, a row of `n` elements.
   void computeDot(DotOp dot, const std::string &name, int64_t n, const std::string &ctx) {
     std::string a = eval(dot.getLhs(), ctx), b = eval(dot.getRhs(), ctx);
     int64_t d = cast<ValueType>(dot.getLhs().getType()).getDims().back();
-    os << loop(n) << indent << "  " << name << "[i] = ::hector::emit::ops::dot<T, " << d << ">("
+    os << loop(n) << indent << "  " << name << "[i] = ::hector::emit::ops::dot<A, " << d << ">("
        << a << " + i * " << d << ", " << b << " + i * " << d << ");\n";
   }
 
@@ -425,7 +434,7 @@ private:
     const char *kind = !agg || agg.getKind() == AggregateKind::Sum ? "kSum"
                        : agg.getKind() == AggregateKind::Mean      ? "kMean"
                                                                    : "kMax";
-    return std::string("::hector::tmpl::ReduceOp<::hector::tmpl::Reduce::") + kind + ", T>";
+    return std::string("::hector::tmpl::ReduceOp<::hector::tmpl::Reduce::") + kind + ", A>";
   }
 
   /// Prints the stores of every yielded value into row `row` of its output.
@@ -473,7 +482,7 @@ private:
   LogicalResult printNode() {
     os << "  struct State {\n";
     for (auto [i, agg] : llvm::enumerate(aggregates))
-      os << "    T g" << i << "[" << sizeOf(agg->getResult(0)) << "];\n";
+      os << "    A g" << i << "[" << sizeOf(agg->getResult(0)) << "];\n";
     os << "  };\n";
     os << "  HECTOR_HD void begin(State &s, std::int64_t v) const {\n    (void)s;\n    (void)v;\n";
     for (auto [i, agg] : llvm::enumerate(aggregates))

@@ -354,7 +354,8 @@ static void printCallChecks(LayerPlan &plan, const std::string &op, llvm::raw_os
     os << "  const at::ScalarType dtype = " << first << ".scalar_type();\n"
        << "  TORCH_CHECK_TYPE(dtype == at::kFloat || dtype == at::kDouble, "
        << cppQuoted(op + ".forward: " + firstName +
-                    " must be float32 or float64 (the dtype of every tensor of the call), got ")
+                    " must be float32, float64, bfloat16 or float16 (the dtype of every tensor "
+                    "of the call; a 16-bit call may also hold float32 tensors), got ")
        << ", dtype);\n"
        << "  TORCH_CHECK_VALUE(" << first << ".device() == graph.device(), "
        << cppQuoted(op + ".forward: the graph is on ") << ", graph.device(), "
@@ -439,9 +440,12 @@ static void printDispatch(const std::string &op, llvm::raw_ostream &os) {
      << "  return run<float, std::int32_t>(graph, inputs, weights, mask);\n}\n\n";
 }
 
-/// Prints forward: validation, then dispatch on the element and index types.
+/// Prints forward: validation, then dispatch on the element and index types (forwardAt); a
+/// call with bfloat16 or float16 tensors is computed in float32 (every kernel, every sum,
+/// softmax maximum and product) and returns its results in the 16-bit dtype, except the
+/// activations a forward layer saves for its backward, which stay float32.
 static void printForward(LayerPlan &plan, const std::string &op, bool cuda, llvm::raw_ostream &os) {
-  os << "std::vector<at::Tensor> forward(at::TensorList graphTensors, c10::IntArrayRef "
+  os << "std::vector<at::Tensor> forwardAt(at::TensorList graphTensors, c10::IntArrayRef "
         "graphSizes, at::TensorList inputs, at::TensorList weights, std::int64_t needed) {\n"
      << "  const ::hector::Graph graph = ::hector::Graph::fromTensors(graphTensors.vec(), "
         "graphSizes.vec());\n";
@@ -452,6 +456,27 @@ static void printForward(LayerPlan &plan, const std::string &op, bool cuda, llvm
     os << "  TORCH_CHECK_VALUE(!graph.device().is_cuda(), "
        << cppQuoted(op + ".forward: this library was built without CUDA kernels") << ");\n";
   printDispatch(op, os);
+
+  auto nameList = [&](auto items) {
+    std::string out = "{";
+    for (auto [i, item] : llvm::enumerate(items))
+      out += (i ? ", " : "") + cppQuoted(item.getName());
+    return out + "}";
+  };
+  os << "std::vector<at::Tensor> forward(at::TensorList graphTensors, c10::IntArrayRef "
+        "graphSizes, at::TensorList inputs, at::TensorList weights, std::int64_t needed) {\n"
+     << "  const std::optional<at::ScalarType> half = ::hector::emit::halfPrecisionCall(inputs, "
+        "weights, "
+     << cppQuoted(op) << ", " << nameList(plan.inputs) << ", " << nameList(plan.weights) << ");\n"
+     << "  if (!half)\n"
+     << "    return forwardAt(graphTensors, graphSizes, inputs, weights, needed);\n"
+     << "  std::vector<at::Tensor> results = forwardAt(graphTensors, graphSizes, "
+        "::hector::emit::toFloat32(inputs), ::hector::emit::toFloat32(weights), needed);\n";
+  for (auto [o, output] : llvm::enumerate(plan.outputs))
+    if (!isSavedOutput(output))
+      os << "  if (results[" << o << "].defined())\n"
+         << "    results[" << o << "] = results[" << o << "].to(*half);\n";
+  os << "  return results;\n}\n\n";
 }
 
 void printGlue(LayerPlan &plan, bool cuda, llvm::raw_ostream &os) {

@@ -1,0 +1,202 @@
+"""16-bit layers: bfloat16 and float16 tensors go into every example model and come out in
+their dtype, computed in float32 inside. The oracle is PyTorch: a float64 run of the plain
+reference (references.py) on the same 16-bit-rounded inputs and weights, so that the only error
+left is the kernels' float32 arithmetic and the final rounding to 16 bits. The bound is the
+issue's: max |error| <= 2^-7 * max |reference|, for the output and for every gradient, on the
+awkward graphs and with softmax inputs of large magnitude."""
+import pytest
+import torch
+
+import hector
+from references import awkward_graph, hgt_reference, rgat_hector_reference, rgat_pyg, rgcn_reference
+
+HALF = [torch.bfloat16, torch.float16]
+BOUND = 2.0 ** -7
+GRAPHS = [dict(seed=0), dict(seed=1, num_relations=1), dict(seed=2, num_nodes=9, num_edges=30)]
+
+
+def make_graph(g):
+    return hector.Graph(g.src, g.dst, g.etype, num_nodes=g.num_nodes, ntype=g.ntype,
+                        num_relations=g.num_relations, num_ntypes=g.num_ntypes)
+
+
+def rounded(t, dtype, ref_dtype):
+    """t rounded to dtype, as a leaf of ref_dtype (the reference's input)."""
+    return t.detach().to(dtype).to(ref_dtype).requires_grad_()
+
+
+def run_reference(reference, inputs, weights, dtype, ref_dtype, grad_out):
+    """The reference's output and gradients in ref_dtype, on inputs and weights rounded to
+    dtype: (output, [input gradients], {weight name: gradient})."""
+    ins = [rounded(x, dtype, ref_dtype) for x in inputs]
+    ws = {n: rounded(p, dtype, ref_dtype) for n, p in weights}
+    out = reference(ins, ws)
+    if isinstance(out, tuple):  # (output, the leaves that hold the weights' gradients)
+        out, leaves = out
+        ws.update(leaves)
+    out.backward(grad_out.to(ref_dtype))
+    return (out.detach().double(), [x.grad.double() for x in ins],
+            {n: w.grad.double() for n, w in ws.items() if w.grad is not None})
+
+
+def assert_within_bound(actual, exact, single, what):
+    """max |actual - exact| <= 2^-7 max |exact|, plus what float32 itself cannot resolve: 16
+    times the error of PyTorch's own float32 evaluation (`single`) of the same reference, for a
+    gradient that is a small difference of large terms or exactly zero (16 x 2^-24 of the terms
+    stays far below the 2^-9 that a 16-bit intermediate would cost)."""
+    assert actual is not None, f"{what}: no gradient"
+    scale = exact.abs().max().item()
+    err = (actual.double() - exact).abs().max().item()
+    float32_err = (single - exact).abs().max().item()
+    allowed = BOUND * scale + 16 * float32_err
+    assert err <= max(allowed, 1e-30), (f"{what}: max error {err:.3g}, scale {scale:.3g}, "
+                                        f"float32 reference error {float32_err:.3g}")
+
+
+def check_layer(layer, dtype, graph, inputs, reference):
+    """Runs `layer` in `dtype` on `inputs` (float32 tensors, rounded to dtype) and compares the
+    output and the gradients of every input and weight with reference(inputs, weights) in
+    float64 on the same rounded values."""
+    weights = [(n, p.detach().clone()) for n, p in layer.named_parameters()]
+    layer = layer.to(dtype)
+    ins = [x.detach().to(dtype).requires_grad_() for x in inputs]
+    out = layer(graph, *ins)
+    assert out.dtype == dtype
+    seed = torch.Generator().manual_seed(7)
+    grad_out = torch.randn(out.shape, generator=seed).to(dtype)
+    out.backward(grad_out)
+    exact = run_reference(reference, inputs, weights, dtype, torch.float64, grad_out)
+    single = run_reference(reference, inputs, weights, dtype, torch.float32, grad_out)
+    assert_within_bound(out, exact[0], single[0], "output")
+    for i, x in enumerate(ins):
+        assert x.grad.dtype == dtype
+        assert_within_bound(x.grad, exact[1][i], single[1][i], f"gradient of input {i}")
+    checked = 0
+    for n, p in layer.named_parameters():
+        if n not in exact[2]:
+            continue
+        assert p.grad.dtype == dtype, n
+        want = exact[2][n]
+        assert_within_bound(p.grad.reshape(want.shape), want, single[2][n], f"gradient of {n}")
+        checked += 1
+    assert checked > 0
+
+
+@pytest.mark.parametrize("dtype", HALF)
+@pytest.mark.parametrize("gkw", GRAPHS)
+def test_rgcn(compile_model, dtype, gkw):
+    Model = compile_model("rgcn", "in=6", "out=5")
+    g = awkward_graph(**gkw)
+    torch.manual_seed(0)
+    layer = Model(num_relations=g.num_relations, num_ntypes=g.num_ntypes)
+    with torch.no_grad():
+        layer.bias.normal_()
+    x = torch.randn(g.num_nodes, 6)
+    ones = torch.ones(g.src.numel())
+
+    def reference(ins, w):
+        return rgcn_reference(g, ins[0], w["W"], w["root"], w["bias"], norm=ins[1])
+
+    check_layer(layer, dtype, make_graph(g), [x, ones], reference)
+
+
+@pytest.mark.parametrize("dtype", HALF)
+@pytest.mark.parametrize("gkw", GRAPHS)
+@pytest.mark.parametrize("scale", [1.0, 30.0], ids=["unit", "large-logits"])
+def test_rgat(compile_model, dtype, gkw, scale):
+    """scale 30: softmax inputs in the hundreds, where rounding a logit to 16 bits would move
+    an attention weight by far more than 2^-7."""
+    Model = compile_model("rgat", "in=6", "d=3", "H=2")
+    g = awkward_graph(**gkw)
+    torch.manual_seed(2)
+    layer = Model(num_relations=g.num_relations, num_ntypes=g.num_ntypes)
+    x = torch.randn(g.num_nodes, 6) * scale
+
+    def reference(ins, w):
+        return rgat_hector_reference(g, ins[0], w["W"], w["a_src"], w["a_dst"], 0.2)
+
+    check_layer(layer, dtype, make_graph(g), [x], reference)
+
+
+@pytest.mark.parametrize("dtype", HALF)
+@pytest.mark.parametrize("gkw", GRAPHS)
+def test_rgat_pyg(compile_model, dtype, gkw):
+    Model = compile_model("rgat_pyg", "in=6", "d=3", "H=2")
+    g = awkward_graph(**gkw)
+    torch.manual_seed(3)
+    layer = Model(num_relations=g.num_relations, num_ntypes=g.num_ntypes)
+    with torch.no_grad():
+        layer.bias.normal_()
+    x = torch.randn(g.num_nodes, 6) * 10
+    R = g.num_relations
+
+    def reference(ins, w):
+        conv, out = rgat_pyg(g, ins[0], w["W"].view(R, 6, 2, 3), w["q"], w["k"], w["bias"])
+        return out, {"W": conv.weight, "q": conv.q, "k": conv.k, "bias": conv.bias}
+
+    check_layer(layer, dtype, make_graph(g), [x], reference)
+
+
+@pytest.mark.parametrize("dtype", HALF)
+@pytest.mark.parametrize("gkw", GRAPHS)
+def test_hgt(compile_model, dtype, gkw):
+    Model = compile_model("hgt", "in=8", "out=8", "H=2")
+    g = awkward_graph(**gkw)
+    torch.manual_seed(4)
+    layer = Model(num_relations=g.num_relations, num_ntypes=g.num_ntypes)
+    with torch.no_grad():
+        for p in (layer.bk, layer.bq, layer.bv, layer.bA, layer.mu, layer.skip):
+            p.normal_()
+    x = torch.randn(g.num_nodes, 8) * 4
+
+    def reference(ins, w):
+        return hgt_reference(g, ins[0], w["Wk"], w["bk"], w["Wq"], w["bq"], w["Wv"], w["bv"],
+                             w["W_att"], w["W_msg"], w["mu"], w["A"], w["bA"], skip=w["skip"])
+
+    check_layer(layer, dtype, make_graph(g), [x], reference)
+
+
+def test_saved_activations_stay_float32(compile_model):
+    """A bfloat16 forward saves its activations for the backward in float32: the backward then
+    sees exactly what a float32 forward would have saved from the rounded inputs."""
+    Model = compile_model("rgat", "in=6", "d=3", "H=2")
+    g = awkward_graph(0)
+    graph = make_graph(g)
+    torch.manual_seed(5)
+    layer = Model(num_relations=g.num_relations, num_ntypes=g.num_ntypes)
+    x = torch.randn(g.num_nodes, 6)
+    ref = Model(num_relations=g.num_relations, num_ntypes=g.num_ntypes)
+    ref.load_state_dict({k: v.to(torch.bfloat16).float() for k, v in layer.state_dict().items()})
+    x32 = x.to(torch.bfloat16).float().requires_grad_()
+    out32 = ref(graph, x32)
+    layer = layer.to(torch.bfloat16)
+    xb = x.to(torch.bfloat16).requires_grad_()
+    out = layer(graph, xb)
+    # The 16-bit output is the float32 one rounded once.
+    torch.testing.assert_close(out, out32.to(torch.bfloat16), rtol=0, atol=0)
+    g_out = torch.randn(out.shape).to(torch.bfloat16)
+    out.backward(g_out)
+    out32.backward(g_out.float())
+    torch.testing.assert_close(xb.grad, x32.grad.to(torch.bfloat16), rtol=0, atol=0)
+
+
+def test_dtype_errors_name_the_tensor(compile_model):
+    Model = compile_model("rgcn", "in=6", "out=5")
+    g = awkward_graph(0)
+    graph = make_graph(g)
+    layer = Model(num_relations=g.num_relations, num_ntypes=g.num_ntypes)
+    ones = torch.ones(g.src.numel())
+    x = torch.randn(g.num_nodes, 6)
+    with pytest.raises(TypeError, match=r"input 'x' must be float32, float64, bfloat16 or "
+                                        r"float16.*got Long"):
+        layer(graph, x.long(), ones)
+    # float16 features with float64 weights.
+    with pytest.raises(TypeError, match=r"weight 'W' has dtype Double but input 'x' is Half"):
+        layer.double()(graph, x.half(), ones)
+    # bfloat16 and float16 in one call.
+    layer.float()
+    with pytest.raises(TypeError, match=r"input 'norm' has dtype Half but input 'x' is BFloat16"):
+        layer.bfloat16()(graph, x.bfloat16(), ones.half())
+    # Nothing was changed by the failed calls: a valid call works.
+    out = layer(graph, x.bfloat16(), ones)
+    assert out.dtype == torch.bfloat16 and torch.isfinite(out.float()).all()
