@@ -99,8 +99,8 @@ for case in range({cases}):
         x = torch.randn(IN, N).t()
     elif kind == 2:   # non-finite values are data
         x[rng.randrange(N), rng.randrange(IN)] = rng.choice([float("nan"), float("inf")])
-    elif kind == 3:
-        x = x.to(rng.choice([torch.int64, torch.float16, torch.bool, torch.complex64]))
+    elif kind == 3:   # (float16 and bfloat16 features are valid: test_precision.py)
+        x = x.to(rng.choice([torch.int64, torch.int8, torch.bool, torch.complex64]))
     elif kind == 4:
         x = torch.randn(N + rng.choice([-1, 1, 5]), IN)
     elif kind == 5:
