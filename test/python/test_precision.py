@@ -200,3 +200,25 @@ def test_dtype_errors_name_the_tensor(compile_model):
     # Nothing was changed by the failed calls: a valid call works.
     out = layer(graph, x.bfloat16(), ones)
     assert out.dtype == torch.bfloat16 and torch.isfinite(out.float()).all()
+
+
+def test_float32_weights_keep_float32_gradients(compile_model):
+    """bfloat16 features with float32 weights: the output is bfloat16, the weights' gradients
+    stay float32 and are exactly those of a float32 call on the rounded features (nothing
+    rounds them to 16 bits on the way)."""
+    Model = compile_model("rgat", "in=6", "d=3", "H=2")
+    g = awkward_graph(1)
+    graph = make_graph(g)
+    torch.manual_seed(6)
+    layer = Model(num_relations=g.num_relations, num_ntypes=g.num_ntypes)
+    x = torch.randn(g.num_nodes, 6).to(torch.bfloat16)
+    out = layer(graph, x)
+    assert out.dtype == torch.bfloat16
+    out.float().square().sum().backward()
+    mixed = {n: p.grad.clone() for n, p in layer.named_parameters()}
+    layer.zero_grad()
+    ref = layer(graph, x.float())
+    ref.to(torch.bfloat16).float().square().sum().backward()
+    for n, p in layer.named_parameters():
+        assert mixed[n].dtype == torch.float32, n
+        torch.testing.assert_close(mixed[n], p.grad, rtol=0, atol=0, msg=n)

@@ -137,6 +137,12 @@ halfPrecisionCall(at::TensorList inputs, at::TensorList weights, const std::stri
   return half;
 }
 
+/// The dtype of the gradient of `t` in a 16-bit call: t's own (float32 or the 16-bit dtype);
+/// `half` where t is undefined.
+inline at::ScalarType gradientDtype(const at::Tensor &t, at::ScalarType half) {
+  return t.defined() ? t.scalar_type() : half;
+}
+
 /// The defined tensors of `tensors` as float32 (16-bit ones converted, float32 ones as they are).
 inline std::vector<at::Tensor> toFloat32(at::TensorList tensors) {
   std::vector<at::Tensor> out;

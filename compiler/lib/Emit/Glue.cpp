@@ -443,7 +443,8 @@ static void printDispatch(const std::string &op, llvm::raw_ostream &os) {
 /// Prints forward: validation, then dispatch on the element and index types (forwardAt); a
 /// call with bfloat16 or float16 tensors is computed in float32 (every kernel, every sum,
 /// softmax maximum and product) and returns its results in the 16-bit dtype, except the
-/// activations a forward layer saves for its backward, which stay float32.
+/// activations a forward layer saves for its backward, which stay float32, and gradients, which
+/// take the dtype of their tensor.
 static void printForward(LayerPlan &plan, const std::string &op, bool cuda, llvm::raw_ostream &os) {
   os << "std::vector<at::Tensor> forwardAt(at::TensorList graphTensors, c10::IntArrayRef "
         "graphSizes, at::TensorList inputs, at::TensorList weights, std::int64_t needed) {\n"
@@ -472,10 +473,24 @@ static void printForward(LayerPlan &plan, const std::string &op, bool cuda, llvm
      << "    return forwardAt(graphTensors, graphSizes, inputs, weights, needed);\n"
      << "  std::vector<at::Tensor> results = forwardAt(graphTensors, graphSizes, "
         "::hector::emit::toFloat32(inputs), ::hector::emit::toFloat32(weights), needed);\n";
+  // A gradient takes the dtype of the tensor it is the gradient of (a float32 weight beside
+  // 16-bit features keeps a float32 gradient); every other result the call's 16-bit dtype.
+  auto dtypeOf = [&](OutputOp output) -> std::string {
+    StringRef name = output.getName();
+    if (name.consume_front("grad.")) {
+      for (auto [i, input] : llvm::enumerate(plan.inputs))
+        if (input.getName() == name)
+          return "::hector::emit::gradientDtype(inputs[" + std::to_string(i) + "], *half)";
+      for (auto [i, weight] : llvm::enumerate(plan.weights))
+        if (weight.getName() == name)
+          return "::hector::emit::gradientDtype(weights[" + std::to_string(i) + "], *half)";
+    }
+    return "*half";
+  };
   for (auto [o, output] : llvm::enumerate(plan.outputs))
     if (!isSavedOutput(output))
       os << "  if (results[" << o << "].defined())\n"
-         << "    results[" << o << "] = results[" << o << "].to(*half);\n";
+         << "    results[" << o << "] = results[" << o << "].to(" << dtypeOf(output) << ");\n";
   os << "  return results;\n}\n\n";
 }
 
