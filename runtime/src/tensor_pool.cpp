@@ -4,7 +4,9 @@
 // An allocation takes the smallest unused block that is at least its size and at most an
 // eighth larger; otherwise it maps a new one. Freed blocks go to the back of a queue; the
 // front (the block unused longest) is unmapped first when the unused bytes pass the limit,
-// when a new mapping would leave the system short, or when a mapping fails.
+// when a new mapping would make the pool hold more than the most its live blocks ever held
+// (so the pool never raises a process's peak above what live tensors need), when it would
+// leave the system short, or when a mapping fails.
 //
 //===----------------------------------------------------------------------===//
 #include "hector/tensor_pool.h"
@@ -76,11 +78,17 @@ public:
         cached -= block.bytes;
         live.emplace(block.ptr, block.bytes);
         liveBytes += block.bytes;
+        peakLive = std::max(peakLive, liveBytes);
         ++hits;
         ptr = block.ptr;
       } else if (cached > 0) {
-        // A new mapping: first make room when the system would be left short (the block
-        // and as much again), unused blocks oldest first.
+        // A new mapping. Live and unused blocks together stay within the most that live
+        // blocks have needed at once (this one included): unused blocks a call does not take
+        // would otherwise sit resident beside the new one and raise the process's peak.
+        const int64_t ceiling = std::max(peakLive, liveBytes + size);
+        while (!unused.empty() && liveBytes + cached + size > ceiling)
+          evicted.push_back(popOldest());
+        // Then make room when the system would be left short (the block and as much again).
         const int64_t available = availableMemory(c10::Device(c10::kCPU));
         int64_t room = available < 0 ? INT64_MAX : available - cached.load();
         while (!unused.empty() && room < 2 * size) {
@@ -106,6 +114,7 @@ public:
       std::lock_guard<std::mutex> lock(mutex);
       live.emplace(ptr, size);
       liveBytes += size;
+      peakLive = std::max(peakLive, liveBytes);
       ++misses;
     }
     poisonBlock(ptr, size);
@@ -142,6 +151,7 @@ public:
       std::lock_guard<std::mutex> lock(mutex);
       while (!unused.empty())
         evicted.push_back(popOldest());
+      peakLive = liveBytes;
     }
     unmap(evicted);
   }
@@ -164,6 +174,7 @@ public:
     TensorPoolStats s;
     s.cachedBytes = cached;
     s.liveBytes = liveBytes;
+    s.peakLiveBytes = peakLive;
     s.limitBytes = limit;
     s.minBytes = minBytes;
     s.hits = hits;
@@ -189,6 +200,7 @@ private:
   std::unordered_map<void *, int64_t> live;
   std::atomic<int64_t> cached{0};
   int64_t liveBytes = 0;
+  int64_t peakLive = 0; // the most bytes live blocks held at once (since the pool was emptied)
   int64_t limit = defaultLimit();
   std::atomic<int64_t> minBytes{kMiB};
   std::atomic<bool> poison{false};
@@ -308,9 +320,10 @@ namespace {
 
 std::vector<int64_t> tensorPoolStatsOp() {
   const hector::TensorPoolStats s = hector::tensorPoolStats();
-  return {s.cachedBytes, s.liveBytes,      s.limitBytes,
-          s.minBytes,    s.hits,           s.misses,
-          s.released,    s.poison ? 1 : 0, hector::tensorPoolProcessWide() ? 1 : 0};
+  return {s.cachedBytes,  s.liveBytes,      s.limitBytes,
+          s.minBytes,     s.hits,           s.misses,
+          s.released,     s.poison ? 1 : 0, hector::tensorPoolProcessWide() ? 1 : 0,
+          s.peakLiveBytes};
 }
 
 at::Tensor pooledEmptyOp(std::vector<int64_t> sizes, c10::ScalarType dtype) {

@@ -6,7 +6,8 @@
 // library maps blocks over 32 MiB and unmaps them when freed), and the kernel zeroes every
 // page on first touch: a fifth of a full-size RGAT training step went there. A block freed
 // by one call is reused by a later allocation of about the same size; blocks not reused are
-// released, oldest first, when what the pool holds unused passes its limit or when the
+// released, oldest first, when what the pool holds unused passes its limit, when a new block
+// would make the pool hold more than its live blocks ever needed at once, or when the
 // system runs short of memory. Small tensors (under the pool's minimum) come from PyTorch's
 // CPU allocator as usual. The memory budget counts the pool's unused blocks as available.
 //
@@ -31,6 +32,8 @@ at::Tensor pooledEmpty(at::IntArrayRef sizes, const at::TensorOptions &options);
 struct TensorPoolStats {
   int64_t cachedBytes = 0; ///< unused blocks held for reuse
   int64_t liveBytes = 0;   ///< blocks backing live tensors
+  int64_t peakLiveBytes = 0; ///< the most bytes live blocks held at once since the pool was
+                             ///< last emptied: live and unused blocks together stay within it
   int64_t limitBytes = 0;  ///< the most unused bytes kept
   int64_t minBytes = 0;    ///< smaller allocations bypass the pool
   int64_t hits = 0;        ///< allocations served by an unused block
@@ -44,7 +47,8 @@ TensorPoolStats tensorPoolStats();
 /// The bytes of unused blocks (cheap; the memory budget adds them to what is available).
 int64_t tensorPoolCachedBytes();
 
-/// Gives every unused block back to the system.
+/// Gives every unused block back to the system and restarts the peak of live bytes at the
+/// bytes live now.
 void emptyTensorPool();
 
 /// Sets the most unused bytes the pool keeps (0: keep none; blocks over it are released at

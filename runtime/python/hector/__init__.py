@@ -53,7 +53,7 @@ def memory_budget(device="cpu"):
 
 
 _POOL_KEYS = ("cached_bytes", "live_bytes", "limit_bytes", "min_bytes", "hits", "misses",
-              "released", "poison", "process_wide")
+              "released", "poison", "process_wide", "peak_live_bytes")
 
 
 def tensor_pool_stats():
@@ -61,7 +61,10 @@ def tensor_pool_stats():
     blocks kept for reuse), ``live_bytes`` (blocks backing live tensors), ``limit_bytes`` (the
     most unused bytes kept), ``min_bytes`` (smaller tensors come from PyTorch's allocator),
     ``hits`` and ``misses`` (allocations served by an unused block, or by a new mapping),
-    ``released`` (blocks given back to the system), ``poison`` and ``process_wide``."""
+    ``released`` (blocks given back to the system), ``poison``, ``process_wide`` and
+    ``peak_live_bytes`` (the most bytes live blocks held at once since the pool was last
+    emptied; live and unused blocks together never exceed it, so that the unused blocks do
+    not raise the process's peak)."""
     stats = dict(zip(_POOL_KEYS, load_runtime().tensor_pool_stats()))
     stats["poison"] = bool(stats["poison"])
     stats["process_wide"] = bool(stats["process_wide"])
@@ -69,7 +72,8 @@ def tensor_pool_stats():
 
 
 def empty_tensor_pool():
-    """Gives the tensor pool's unused blocks back to the system (tensors in use keep theirs)."""
+    """Gives the tensor pool's unused blocks back to the system (tensors in use keep theirs) and
+    restarts ``peak_live_bytes`` at the bytes live now."""
     load_runtime().empty_tensor_pool()
 
 
