@@ -4,6 +4,7 @@ AIFB by default — with a two-layer RGCN, RGAT or HGT, compiled by hectorc or b
     python examples/train_entities.py                            # RGCN on AIFB, compiled layers
     python examples/train_entities.py --model rgat --impl pyg    # the same architecture from PyG
     python examples/train_entities.py --model hgt --seeds 5 --device cuda
+    python examples/train_entities.py --model rgat --seeds 5 --autocast bfloat16
 
 The setup is the R-GCN paper's (Schlichtkrull et al. 2018): two layers, 16 hidden units, the
 whole graph in every step (full batch), Adam with learning rate 0.01, 50 epochs, cross-entropy on
@@ -51,6 +52,7 @@ over all seeds without each run's first epoch, which pays one-time costs.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import time
 import types
 
@@ -273,6 +275,13 @@ def accuracy(logits: torch.Tensor, y: torch.Tensor) -> float:
     return float((logits.argmax(dim=1) == y).float().mean())
 
 
+def autocast(args, device):
+    """torch.autocast to --autocast's dtype around the model's forward, or nothing."""
+    if args.autocast is None:
+        return contextlib.nullcontext()
+    return torch.autocast(torch.device(device).type, dtype=getattr(torch, args.autocast))
+
+
 def train_one(args, data, make, seed, device) -> tuple[float, float, list[float]]:
     """Trains a fresh model with this seed; returns (test accuracy, final training accuracy,
     seconds per epoch)."""
@@ -288,7 +297,8 @@ def train_one(args, data, make, seed, device) -> tuple[float, float, list[float]
         start = time.perf_counter()
         model.train()
         opt.zero_grad()
-        logits = model()[train_idx]
+        with autocast(args, device):
+            logits = model()[train_idx]
         loss = F.cross_entropy(logits, train_y)
         loss.backward()
         if epoch == 1 and args.impl == "hector":
@@ -301,7 +311,7 @@ def train_one(args, data, make, seed, device) -> tuple[float, float, list[float]
                                 "time": f"{times[-1] * 1e3:.1f} ms"})
     progress.close()
     model.eval()
-    with torch.no_grad():
+    with torch.no_grad(), autocast(args, device):
         logits = model()
     return accuracy(logits[test_idx], test_y), accuracy(logits[train_idx], train_y), times
 
@@ -322,6 +332,10 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--dropout", type=float, default=None,
                         help="dropout on the embedding while training (default: rgcn 0; "
                              "rgat, hgt 0.5)")
+    parser.add_argument("--autocast", choices=["bfloat16", "float16"], default=None,
+                        help="run the forward under torch.autocast to this dtype (float32 "
+                             "parameters, the layers' products in the lower precision; the "
+                             "loss in float32)")
     parser.add_argument("--heads", type=int, default=None,
                         help="attention heads of rgat's first layer and of hgt's layers "
                              "(default 2; must divide --hidden)")
@@ -345,6 +359,8 @@ def parse_args() -> argparse.Namespace:
         args.embed_std = defaults["embed_std"] or args.embed_dim ** -0.5
     if not 0 <= args.dropout < 1:
         parser.error("--dropout must be in [0, 1)")
+    if args.autocast is not None and args.dtype != "float32":
+        parser.error("--autocast: the parameters must be float32 (--dtype float32)")
     if args.model == "rgcn" and args.heads is not None:
         parser.error("--heads: rgcn has no attention heads")
     if args.heads is not None and (args.heads < 1 or args.hidden % args.heads):
@@ -368,7 +384,8 @@ def main() -> None:
           + (f", {args.heads} heads" if args.heads else "")
           + ("; featureless input (one-hot node identity)" if args.input == "featureless" else
              f"; embedding {args.embed_dim} (std {args.embed_std:.3g}, dropout {args.dropout:g})")
-          + f"; {args.dtype} on {device}; Adam lr {args.lr:g}, weight decay "
+          + f"; {args.dtype}" + (f" under {args.autocast} autocast" if args.autocast else "")
+          + f" on {device}; Adam lr {args.lr:g}, weight decay "
           f"{args.weight_decay:g}, {args.epochs} epochs, full batch")
 
     test_accs, epoch_times = [], []

@@ -14,7 +14,7 @@
 // The saved handles are released when autograd frees the node's buffers (after a backward
 // without retain_graph, as PyTorch frees its own saved tensors) or when the graph is destroyed.
 // Also implements the `hector::layer_apply` operator that Python's CompiledLayer calls, and its
-// kernels under torch.autocast (float32: the kernels have no lower-precision form yet).
+// kernel under torch.autocast (the lower-precision list, as `linear`).
 //
 //===----------------------------------------------------------------------===//
 #include "hector/activation_store.h"
@@ -345,11 +345,14 @@ std::vector<at::Tensor> layerApplyOp(const std::string &ns,
   return applyLayer(*layer, graphOf(graph), inputs, weights, variant);
 }
 
-/// hector::layer_apply under torch.autocast. The compiled kernels compute in float32 or
-/// float64, so a layer runs as the ops of PyTorch's float32 autocast list do: float16 and
-/// bfloat16 inputs and weights are cast to float32 (as autocast casts, cached for weights), the
-/// outputs are float32, float64 stays float64, and the glue's ATen calls run without autocast
-/// (which would otherwise give them other dtypes than the kernels').
+/// hector::layer_apply under torch.autocast: on autocast's lower-precision list, as `linear`
+/// and `matmul` are. Floating inputs and weights other than float64 are cast to the autocast
+/// dtype of the device (bfloat16 or float16; weights that are leaves requiring grad through
+/// autocast's cache, so a weight is cast once per autocast region and its gradient reaches the
+/// float32 master weight), float64 stays float64 (PyTorch's `is_eligible`), and the layer runs
+/// its 16-bit form: float32 arithmetic inside, outputs and input gradients in the autocast
+/// dtype. The glue's ATen calls run without autocast, which would otherwise give them other
+/// dtypes than the kernels'.
 template <c10::DeviceType Device>
 std::vector<at::Tensor>
 layerApplyAutocast(const std::string &ns, const c10::intrusive_ptr<GraphHolder> &graph,
@@ -357,13 +360,14 @@ layerApplyAutocast(const std::string &ns, const c10::intrusive_ptr<GraphHolder> 
                    const std::string &variant) {
   c10::impl::ExcludeDispatchKeyGuard noAutocast(
       at::autocast::get_autocast_dispatch_key_from_device_type(Device));
-  auto toFloat = [](std::vector<at::Tensor> &tensors) {
+  const at::ScalarType lower = at::autocast::get_lower_precision_fp_from_device_type(Device);
+  auto cast = [&](std::vector<at::Tensor> &tensors) {
     for (at::Tensor &t : tensors)
       if (t.defined())
-        t = at::autocast::cached_cast(at::kFloat, t, Device);
+        t = at::autocast::cached_cast(lower, t, Device);
   };
-  toFloat(inputs);
-  toFloat(weights);
+  cast(inputs);
+  cast(weights);
   return layerApplyOp(ns, graph, std::move(inputs), std::move(weights), variant);
 }
 

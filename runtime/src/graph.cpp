@@ -944,8 +944,8 @@ TORCH_LIBRARY_FRAGMENT(hector, m) {
         &hector::layerExplainOp);
 }
 
-// Under torch.autocast layer_apply runs in float32 (autograd.cpp, layerApplyAutocast); here,
-// after the Graph class its schema names.
+// Under torch.autocast layer_apply runs in the autocast dtype, as `linear` does (autograd.cpp,
+// layerApplyAutocast); here, after the Graph class its schema names.
 TORCH_LIBRARY_IMPL(hector, AutocastCPU, m) {
   m.impl("layer_apply", &hector::layerApplyAutocast<c10::DeviceType::CPU>);
 }

@@ -19,8 +19,9 @@ std::vector<at::Tensor> layerApplyOp(const std::string &ns,
                                      const c10::intrusive_ptr<GraphHolder> &graph,
                                      std::vector<at::Tensor> inputs,
                                      std::vector<at::Tensor> weights, const std::string &variant);
-/// hector::layer_apply's kernel under torch.autocast on `Device` (CPU, CUDA): float16 and
-/// bfloat16 inputs and weights cast to float32, the call made with autocast off.
+/// hector::layer_apply's kernel under torch.autocast on `Device` (CPU, CUDA): floating inputs
+/// and weights other than float64 cast to the autocast dtype (bfloat16 or float16, as for
+/// `linear`), the call made with autocast off.
 template <c10::DeviceType Device>
 std::vector<at::Tensor>
 layerApplyAutocast(const std::string &ns, const c10::intrusive_ptr<GraphHolder> &graph,

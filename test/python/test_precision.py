@@ -222,3 +222,42 @@ def test_float32_weights_keep_float32_gradients(compile_model):
     for n, p in layer.named_parameters():
         assert mixed[n].dtype == torch.float32, n
         torch.testing.assert_close(mixed[n], p.grad, rtol=0, atol=0, msg=n)
+
+
+@pytest.mark.parametrize("dtype", HALF)
+def test_autocast_casts_like_linear(compile_model, dtype):
+    """Under torch.autocast a compiled layer is on the lower-precision list, as `linear` is:
+    float32 features and weights (and any floating input) are cast to the autocast dtype, the
+    output is in that dtype and equals a call on the casts outside autocast, bit for bit; the
+    float32 master weights get float32 gradients equal to those through an explicit cast;
+    float64 stays float64."""
+    Model = compile_model("rgat", "in=6", "d=3", "H=2")
+    g = awkward_graph(0)
+    graph = make_graph(g)
+    torch.manual_seed(8)
+    layer = Model(num_relations=g.num_relations, num_ntypes=g.num_ntypes)
+    x = torch.randn(g.num_nodes, 6)
+    with torch.autocast("cpu", dtype=dtype):
+        out = layer(graph, x)
+    assert out.dtype == dtype
+    out.float().square().sum().backward()
+    amp = {n: p.grad.clone() for n, p in layer.named_parameters()}
+    layer.zero_grad()
+
+    # By hand: the same casts outside autocast. The gradient of a float32 master weight is
+    # that of its 16-bit cast, converted (the cast's backward).
+    half = Model(num_relations=g.num_relations, num_ntypes=g.num_ntypes)
+    half.load_state_dict(layer.state_dict())
+    half = half.to(dtype)
+    by_hand = half(graph, x.to(dtype))
+    assert torch.equal(by_hand, out)
+    by_hand.float().square().sum().backward()
+    for n, p in half.named_parameters():
+        assert amp[n].dtype == torch.float32, n
+        torch.testing.assert_close(amp[n], p.grad.float(), rtol=0, atol=0, msg=n)
+
+    layer64 = layer.double()
+    x64 = x.double()
+    with torch.autocast("cpu", dtype=dtype):
+        out64 = layer64(graph, x64)
+    assert out64.dtype == torch.float64 and torch.equal(out64, layer64(graph, x64))

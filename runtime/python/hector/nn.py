@@ -107,8 +107,8 @@ def _layer_inputs(ns, edges, spec, norm, inputs):
     device = inputs[0].device
     prepared = _prepared_graph(manifest["layer"], edges, spec, device)
     ins = list(inputs)
-    # The kernels compute in float32 or float64: a float16/bfloat16 input (under autocast,
-    # which casts it to float32) gets float32 norms, not norms rounded to its precision.
+    # A float16/bfloat16 call computes in float32 inside: it gets float32 norms, not norms
+    # rounded to its precision (under autocast too).
     dtype = torch.promote_types(inputs[0].dtype, torch.float32)
     if norm == "mean":
         ins.append(prepared.norm("relation", dtype))
@@ -172,11 +172,32 @@ def _backward(ctx, grad):
 
 _apply_op.register_autograd(_backward, setup_context=_setup_context)
 
-# torch.autocast: the kernels compute in float32 or float64, so under autocast a layer runs in
-# float32 (float16 and bfloat16 tensors are cast up, as autocast casts for the ops of its
-# float32 list); eager calls get the same from hector::layer_apply's autocast kernels.
-for _device in ("cpu", "cuda"):
-    torch.library.register_autocast("hector_nn::apply", _device, torch.float32)
+# torch.autocast: the layers are on autocast's lower-precision list, as `linear` is. Floating
+# inputs and weights other than float64 are cast to the autocast dtype of their device, the
+# layer runs with autocast off (its glue's ATen calls keep the kernels' dtypes) and its degree
+# norms, made inside the call, stay float32. torch.library.register_autocast takes one fixed
+# dtype; this kernel reads the autocast dtype in force. Eager calls do the same in _apply.
+_AUTOCAST_KEYS = (torch._C.DispatchKeySet(torch._C.DispatchKey.AutocastCPU)
+                  | torch._C.DispatchKeySet(torch._C.DispatchKey.AutocastCUDA))
+
+
+def _autocast_cast(tensors, device_type):
+    dtype = torch.get_autocast_dtype(device_type)
+    return [t.to(dtype) if (t.is_floating_point() and t.dtype is not torch.float64
+                            and t.device.type == device_type) else t for t in tensors]
+
+
+def _apply_autocast_kernel(device_type):
+    def kernel(_keyset, ns, edges, spec, norm, inputs, weights):
+        inputs, weights = _autocast_cast(inputs, device_type), _autocast_cast(weights, device_type)
+        with torch._C._ExcludeDispatchKeyGuard(_AUTOCAST_KEYS):
+            return _apply_op._opoverload(ns, edges, spec, norm, inputs, weights)
+    return kernel
+
+
+_autocast_lib = torch.library.Library("hector_nn", "FRAGMENT")
+_autocast_lib.impl("apply", _apply_autocast_kernel("cpu"), "AutocastCPU", with_keyset=True)
+_autocast_lib.impl("apply", _apply_autocast_kernel("cuda"), "AutocastCUDA", with_keyset=True)
 
 
 def _apply_homogeneous(model, params, x, edge_index, edge_type, num_relations, norm, inputs,
@@ -197,6 +218,14 @@ def _apply(model, params, x, edges, spec, norm, inputs, weights):
     ns = _namespace(model, x.device.type, params)
     if torch.compiler.is_compiling():
         return _apply_op(ns, list(edges), list(spec), norm, list(inputs), list(weights))
+    device_type = x.device.type
+    if device_type in ("cpu", "cuda") and torch.is_autocast_enabled(device_type):
+        # As hector_nn::apply's autocast kernel: inputs and weights cast, norms float32.
+        inputs = _autocast_cast(list(inputs), device_type)
+        weights = _autocast_cast(list(weights), device_type)
+        with torch._C._ExcludeDispatchKeyGuard(_AUTOCAST_KEYS):
+            graph, ins = _layer_inputs(ns, edges, spec, norm, inputs)
+            return torch.ops.hector.layer_apply(ns, graph._impl, ins, list(weights), "auto")[0]
     graph, ins = _layer_inputs(ns, edges, spec, norm, inputs)
     return torch.ops.hector.layer_apply(ns, graph._impl, ins, list(weights), "auto")[0]
 
