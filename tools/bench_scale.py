@@ -86,6 +86,7 @@ growth between consecutive sizes (ratio of time and memory, and the same per dou
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -580,8 +581,14 @@ def child_main(config_path: str) -> int:
         phase = "infer"
         last = {}
 
+        def amp():
+            """torch.autocast to --autocast's dtype around the layer (both sides), or nothing."""
+            if not cfg.get("autocast"):
+                return contextlib.nullcontext()
+            return torch.autocast(dev.type, dtype=getattr(torch, cfg["autocast"]))
+
         def infer():
-            with torch.no_grad():
+            with torch.no_grad(), amp():
                 out = call()
                 last["rows"] = pick(out)
                 del out
@@ -606,7 +613,10 @@ def child_main(config_path: str) -> int:
         def train():
             for p in weights_list:
                 p.grad = None
-            loss = torch.nn.functional.mse_loss(rows(call()), target)
+            with amp():
+                out = call()
+            loss = torch.nn.functional.mse_loss(rows(out).float(), target)
+            del out
             loss.backward()
         if cuda:
             torch.cuda.reset_peak_memory_stats(dev)
@@ -820,7 +830,8 @@ def fmt(v, digits=3, scale=1.0) -> str:
     return "-" if v is None else f"{v * scale:.{digits}g}"
 
 
-def add_checks(rows: list[dict]) -> None:
+def add_checks(rows: list[dict], fwd_tol: float = FORWARD_TOL,
+               grad_tol: float = GRAD_TOL) -> None:
     """forward_rel_err / grad_rel_err of every PyG row against ours on the same graph and
     size, from the recorded samples; a note where they disagree."""
     ours = {(r["graph"], r["scale"], r["model"]): r for r in rows if r["impl"] == "hector"}
@@ -837,7 +848,7 @@ def add_checks(rows: list[dict]) -> None:
         err = rel_err(fa["out_rows"], fb["out_rows"])
         r["forward_rel_err"] = err
         o.setdefault("forward_rel_err", err)
-        if not err < FORWARD_TOL:
+        if not err < fwd_tol:
             r["notes"].append(f"outputs differ from ours (rel err {err:.1e})")
         ga, gb = fa.get("grad_samples") or {}, fb.get("grad_samples") or {}
         errs = [rel_err(ga.get(k), gb.get(k)) for k in ga if k in gb]
@@ -845,7 +856,7 @@ def add_checks(rows: list[dict]) -> None:
         if errs:
             r["grad_rel_err"] = max(errs)
             o.setdefault("grad_rel_err", max(errs))
-            if not max(errs) < GRAD_TOL:
+            if not max(errs) < grad_tol:
                 r["notes"].append(f"gradients differ from ours (rel err {max(errs):.1e})")
 
 
@@ -1043,6 +1054,14 @@ def main() -> int:
                     help="generate every graph in the measuring process (not counted in it)")
     ap.add_argument("--stats", action="store_true",
                     help="generate (or load) the graphs, print their statistics, measure nothing")
+    ap.add_argument("--autocast", choices=["bfloat16", "float16"], default=None,
+                    help="run every layer (ours and PyG's) under torch.autocast to this dtype, "
+                         "float32 weights and inputs outside it; outputs are compared with "
+                         "PyG's at 2^-5 / 2^-4 instead (tools/bench_precision.py compares with "
+                         "float32)")
+    ap.add_argument("--samples", action="store_true",
+                    help="--json: also store each row's sampled output rows and weight-gradient "
+                         "samples (tools/bench_precision.py compares runs with them)")
     ap.add_argument("--tensor-pool", choices=["kernels", "off", "process"], default="kernels",
                     help="ours on the CPU: the runtime's tensor pool serves the compiled layers' "
                          "tensors (the default), none (every tensor from PyTorch's allocator, to "
@@ -1160,7 +1179,7 @@ def main() -> int:
                            "rel_counts": info["rel_counts"], "rel_src_type": info["rel_src_type"],
                            "rel_dst_type": info["rel_dst_type"], "hubs": hubs,
                            "pyg_slow": args.pyg_slow, "profile": args.profile,
-                           "tensor_pool": args.tensor_pool}
+                           "tensor_pool": args.tensor_pool, "autocast": args.autocast}
                     row = run_one(cfg, args, work)
                     rows.append(row)
                     tr, inf = row.get("train") or {}, row.get("infer") or {}
@@ -1176,9 +1195,12 @@ def main() -> int:
                           f"{fmt(row.get('peak_rss'), scale=1 / GiB)} GiB"
                           + (f"; {'; '.join(row['notes'])}" if row["notes"] else ""),
                           flush=True)
-    add_checks(rows)
+    # Under autocast both sides round to 16 bits (PyG's sums too): checked at 16-bit resolution.
+    tols = (2 ** -5, 2 ** -4) if args.autocast else (FORWARD_TOL, GRAD_TOL)
+    add_checks(rows, *tols)
     mach = machine()
-    print(f"\n{args.device}, float32, hidden {args.hidden}, {args.heads} heads, {args.threads} "
+    precision = f"float32 under {args.autocast} autocast" if args.autocast else "float32"
+    print(f"\n{args.device}, {precision}, hidden {args.hidden}, {args.heads} heads, {args.threads} "
           f"threads, median of up to {args.repeats} after a warm-up (budget {args.budget:g} s), "
           f"cap {args.cap_gib:g} GiB per process, tensor pool: {args.tensor_pool}; "
           f"{mach.get('cpu', '?')}, {mach['cores']} cores, "
@@ -1195,7 +1217,7 @@ def main() -> int:
               f"against ours: largest relative error {fwd:.1e}"
               + (f"; weight gradients {max(grads):.1e}" if grads else "")
               + (f"; {len(bad)} disagree (see notes)" if bad else
-                 f" (within {FORWARD_TOL:g} / {GRAD_TOL:g})"))
+                 f" (within {tols[0]:g} / {tols[1]:g})"))
     if no_peer:
         print(f"\n{', '.join(no_peer)}: no PyG layer computes this model (ours only).")
     r = ratios(rows, args)
@@ -1222,7 +1244,9 @@ def main() -> int:
         print("\nGrowth between consecutive sizes:\n")
         print("\n".join(gr))
     for row in rows:
-        row.pop("_fingerprint", None)
+        fingerprint = row.pop("_fingerprint", None)
+        if args.samples:
+            row["samples"] = fingerprint
     if args.json:
         meta = {"machine": mach, "args": {k: (str(v) if isinstance(v, pathlib.Path) else v)
                                           for k, v in vars(args).items()},

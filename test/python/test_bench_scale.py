@@ -264,3 +264,30 @@ def test_report_compares_the_sides_and_computes_growth_per_doubling():
         in lines[-1]
     ratio = bench_scale.ratios([ours, same], args)[-1]
     assert "| RGCNConv | 3.00x | 3.00x | 3.00x |" in ratio
+
+
+def test_precision_benchmark_compares_float32_with_autocast(tmp_path):
+    """tools/bench_precision.py end to end on a tiny graph, ours only: both runs measured, and
+    the bfloat16-autocast output within bfloat16 resolution of the float32 one."""
+    import json
+    out = tmp_path / "precision.json"
+    r = subprocess.run([sys.executable, str(TOOLS / "bench_precision.py"), "--scales", "0.002",
+                        "--models", "rgcn", "--impls", "hector", "--repeats", "1",
+                        "--budget", "2", "--json", str(out)],
+                       capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    rows = json.loads(out.read_text())["rows"]
+    assert len(rows) == 1 and rows[0]["model"] == "rgcn"
+    row = rows[0]
+    assert row["train_float32_s"] > 0 and row["train_half_s"] > 0
+    assert row["output_err"] is not None and 0 < row["output_err"] <= 2 ** -7
+    assert "torch.mm GFLOP/s" in r.stdout
+
+
+def test_precision_benchmark_relative_error():
+    sys.path.insert(0, str(TOOLS))
+    import bench_precision
+    assert bench_precision.rel_err([[1.0, 2.0], [3.0, 4.0]], [[1.0, 2.0], [3.0, 4.4]]) == \
+        pytest.approx(0.4 / 4.4)
+    assert bench_precision.rel_err(None, [1.0]) is None
+    assert bench_precision.rel_err([1.0], [1.0, 2.0]) is None
