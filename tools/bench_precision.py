@@ -5,6 +5,7 @@ own rates beside them.
     python tools/bench_precision.py                                  # mag at 1/8, every model
     python tools/bench_precision.py --scales 0.01,0.125,1 --impls hector
     python tools/bench_precision.py --autocast float16 --models rgcn --json out.json
+    python tools/bench_precision.py --device cuda --scales 1 --packages gpu-packages  # GPU check
 
 For each (graph, scale, model, implementation) tools/bench_scale.py runs twice, each row in its
 own process under its memory cap: in float32, then with every layer under
@@ -49,6 +50,10 @@ def run_scale(args, autocast: str | None, out: pathlib.Path) -> dict:
         cmd += ["--autocast", autocast]
     if args.profile:
         cmd += ["--profile", str(args.profile)]
+    if args.packages:
+        cmd += ["--packages", str(args.packages)]
+    if args.timeout:
+        cmd += ["--timeout", str(args.timeout)]
     print(f"$ {' '.join(cmd[1:])}", flush=True)
     r = subprocess.run(cmd)
     if r.returncode != 0 or not out.exists():
@@ -136,6 +141,11 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--profile", type=int, default=0, metavar="N",
                     help="also profile one training step of each run (bench_scale --profile)")
+    ap.add_argument("--packages", type=pathlib.Path, default=None,
+                    help="bench_scale --packages: ours from hectorc packages (a GPU machine "
+                         "without hectorc; tools/gpu-check.sh)")
+    ap.add_argument("--timeout", type=float, default=None,
+                    help="bench_scale --timeout: seconds per measuring process")
     ap.add_argument("--json", type=pathlib.Path, default=None)
     args = ap.parse_args()
 
@@ -169,10 +179,13 @@ def main() -> int:
         grad_errs = [e for e in (rel_err(ga.get(k), gb.get(k)) for k in gb) if e is not None]
         grad_err = max(grad_errs) if grad_errs else None
         t32, t16 = secs(b.get("train")), secs(r.get("train"))
+        # The peak: resident set on the CPU, PyTorch's GPU allocations of training on CUDA.
+        peak_key = "cuda_peak_train" if args.device == "cuda" else "peak_rss"
+        p32, p16 = b.get(peak_key), r.get(peak_key)
         res = {"graph": r["graph"], "scale": r["scale"], "model": r["model"], "impl": r["impl"],
                "N": r.get("N"), "E": r.get("E"), "train_float32_s": t32, "train_half_s": t16,
                "infer_float32_s": secs(b.get("infer")), "infer_half_s": secs(r.get("infer")),
-               "peak_float32": b.get("peak_rss"), "peak_half": r.get("peak_rss"),
+               "peak_float32": p32, "peak_half": p16,
                "output_err": out_err, "grad_err": grad_err,
                "notes": (b.get("notes") or []) + (r.get("notes") or [])}
         results.append(res)
@@ -183,8 +196,7 @@ def main() -> int:
             r["model"], r["impl"], cell(t32), cell(t16),
             cell(t32 / t16 if t32 and t16 else None, "{:.2f}x"),
             cell(res["infer_float32_s"]), cell(res["infer_half_s"]),
-            cell(b.get("peak_rss") and b["peak_rss"] / GiB),
-            cell(r.get("peak_rss") and r["peak_rss"] / GiB),
+            cell(p32 and p32 / GiB), cell(p16 and p16 / GiB),
             cell(out_err, "{:.1e}"), cell(grad_err, "{:.1e}")]) + " |")
     print(f"\n{args.device}, float32 against float32 weights under {args.autocast} autocast, "
           f"hidden {args.hidden}, {args.heads} heads, {args.threads} threads; revision "

@@ -132,6 +132,13 @@ step bench-scale 240 env HECTOR_BUILD_DIR="$build" "$py" "$root/tools/bench_scal
   --device cuda --scales 1,2 --models rgcn,rgat_pyg,hgt,rgat --impls hector,pyg \
   --packages "$root/gpu-packages" --repeats 2 --budget 5 --timeout 150 --json "$out/scale.json"
 
+# 5c. Float32 against bfloat16 autocast (tools/bench_precision.py): the same graph at full size,
+#    ours and PyG's, training-step time, peak GPU memory and the 16-bit run's error, with
+#    cuBLAS's own GEMM rates (torch.mm) at the graph's shapes beside them.
+step bench-precision 150 env HECTOR_BUILD_DIR="$build" "$py" "$root/tools/bench_precision.py" \
+  --device cuda --scales 1 --models rgcn,rgat_pyg,hgt --impls hector,pyg \
+  --packages "$root/gpu-packages" --repeats 2 --budget 5 --timeout 60 --json "$out/precision.json"
+
 # 6. The user models (test/python/user_models, one library): every layer and variant, CUDA
 #    outputs and gradients against the CPU path on the awkward graphs. Late: the steps above
 #    matter more if time runs short.

@@ -143,12 +143,23 @@ inline at::ScalarType gradientDtype(const at::Tensor &t, at::ScalarType half) {
   return t.defined() ? t.scalar_type() : half;
 }
 
+inline at::Tensor newTensor(at::IntArrayRef shape, const at::TensorOptions &opts);
+
+/// `t` in `dtype`: t itself when it has it, else a contiguous converted copy whose storage, on
+/// the CPU, comes from the tensor pool (the conversions of a 16-bit call are as large as its
+/// inputs and results, and fresh pages would be zeroed by the system on every call).
+inline at::Tensor toDtype(const at::Tensor &t, at::ScalarType dtype) {
+  if (!t.defined() || t.scalar_type() == dtype)
+    return t;
+  return newTensor(t.sizes(), t.options().dtype(dtype)).copy_(t);
+}
+
 /// The defined tensors of `tensors` as float32 (16-bit ones converted, float32 ones as they are).
 inline std::vector<at::Tensor> toFloat32(at::TensorList tensors) {
   std::vector<at::Tensor> out;
   out.reserve(tensors.size());
   for (const at::Tensor &t : tensors)
-    out.push_back(t.defined() ? t.to(at::kFloat) : t);
+    out.push_back(toDtype(t, at::kFloat));
   return out;
 }
 

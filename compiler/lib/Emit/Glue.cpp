@@ -489,8 +489,8 @@ static void printForward(LayerPlan &plan, const std::string &op, bool cuda, llvm
   };
   for (auto [o, output] : llvm::enumerate(plan.outputs))
     if (!isSavedOutput(output))
-      os << "  if (results[" << o << "].defined())\n"
-         << "    results[" << o << "] = results[" << o << "].to(" << dtypeOf(output) << ");\n";
+      os << "  results[" << o << "] = ::hector::emit::toDtype(results[" << o << "], "
+         << dtypeOf(output) << ");\n";
   os << "  return results;\n}\n\n";
 }
 
