@@ -225,20 +225,23 @@ def test_float32_weights_keep_float32_gradients(compile_model):
 
 
 @pytest.mark.parametrize("dtype", HALF)
-def test_autocast_casts_like_linear(compile_model, dtype):
+@pytest.mark.parametrize("model", ["rgat", "rgcn"])
+def test_autocast_casts_like_linear(compile_model, dtype, model):
     """Under torch.autocast a compiled layer is on the lower-precision list, as `linear` is:
     float32 features and weights (and any floating input) are cast to the autocast dtype, the
     output is in that dtype and equals a call on the casts outside autocast, bit for bit; the
     float32 master weights get float32 gradients equal to those through an explicit cast;
     float64 stays float64."""
-    Model = compile_model("rgat", "in=6", "d=3", "H=2")
+    Model = compile_model(*{"rgat": ("rgat", "in=6", "d=3", "H=2"),
+                            "rgcn": ("rgcn", "in=6", "out=5")}[model])
     g = awkward_graph(0)
     graph = make_graph(g)
     torch.manual_seed(8)
     layer = Model(num_relations=g.num_relations, num_ntypes=g.num_ntypes)
-    x = torch.randn(g.num_nodes, 6)
+    # RGCN's per-edge norm is a floating input too: autocast casts it.
+    xs = [torch.randn(g.num_nodes, 6)] + ([torch.rand(g.src.numel())] if model == "rgcn" else [])
     with torch.autocast("cpu", dtype=dtype):
-        out = layer(graph, x)
+        out = layer(graph, *xs)
     assert out.dtype == dtype
     out.float().square().sum().backward()
     amp = {n: p.grad.clone() for n, p in layer.named_parameters()}
@@ -249,7 +252,7 @@ def test_autocast_casts_like_linear(compile_model, dtype):
     half = Model(num_relations=g.num_relations, num_ntypes=g.num_ntypes)
     half.load_state_dict(layer.state_dict())
     half = half.to(dtype)
-    by_hand = half(graph, x.to(dtype))
+    by_hand = half(graph, *[x.to(dtype) for x in xs])
     assert torch.equal(by_hand, out)
     by_hand.float().square().sum().backward()
     for n, p in half.named_parameters():
@@ -257,7 +260,67 @@ def test_autocast_casts_like_linear(compile_model, dtype):
         torch.testing.assert_close(amp[n], p.grad.float(), rtol=0, atol=0, msg=n)
 
     layer64 = layer.double()
-    x64 = x.double()
+    x64 = [x.double() for x in xs]
     with torch.autocast("cpu", dtype=dtype):
-        out64 = layer64(graph, x64)
-    assert out64.dtype == torch.float64 and torch.equal(out64, layer64(graph, x64))
+        out64 = layer64(graph, *x64)
+    assert out64.dtype == torch.float64 and torch.equal(out64, layer64(graph, *x64))
+
+
+def test_sixteen_bit_storage(compile_model):
+    """A layer without an exponential (RGCN: its variants and backward layers too) runs 16-bit
+    CPU calls on 16-bit rows, and its memory estimate for them is half the float32 one; a
+    layer with a softmax (RGAT, HGT) computes them in float32 storage and estimates float32
+    elements. The manifest says which."""
+    from hector.module import layer_manifest
+
+    g = awkward_graph(0)
+    graph = make_graph(g)
+    for args, expected in [(("rgcn", "in=6", "out=5"), True),
+                           (("rgat", "in=6", "d=3", "H=2"), False),
+                           (("hgt", "in=8", "out=8", "H=2"), False)]:
+        Model = compile_model(*args)
+        layer = Model(num_relations=g.num_relations, num_ntypes=g.num_ntypes)
+        m = layer.manifest
+        variants = m.get("variants", [])
+        related = [m["namespace"], m["backward"], m["inference"]] + variants
+        related += [layer_manifest(ns)[k] for ns in variants for k in ("backward", "inference")]
+        for ns in related:
+            assert layer_manifest(ns)["sixteen_bit_storage"] is expected, (args[0], ns)
+        single = layer.memory_estimate(graph, training=True, dtype=torch.float32)
+        half = layer.memory_estimate(graph, training=True, dtype=torch.bfloat16)
+        # estimate = elements x element size + graph structures
+        structures = 2 * single - layer.memory_estimate(graph, training=True, dtype=torch.float64)
+        if expected:
+            assert half < single and half == pytest.approx((single + structures) / 2), args[0]
+        else:
+            assert half == single, args[0]
+
+
+def test_sixteen_bit_storage_float32_weights(compile_model):
+    """bfloat16 features with float32 weights in a layer in 16-bit storage (RGCN): the weights
+    are rounded to bfloat16 for the call, as torch.autocast would; the output is bit for bit
+    that of a call with the rounded weights, and the weights' float32 gradients are the
+    rounded weights' gradients, converted."""
+    Model = compile_model("rgcn", "in=6", "out=5")
+    g = awkward_graph(1)
+    graph = make_graph(g)
+    torch.manual_seed(9)
+    layer = Model(num_relations=g.num_relations, num_ntypes=g.num_ntypes)
+    with torch.no_grad():
+        layer.bias.normal_()
+    x = torch.randn(g.num_nodes, 6).to(torch.bfloat16)
+    norm = torch.rand(g.src.numel()).to(torch.bfloat16)
+    out = layer(graph, x, norm)
+    assert out.dtype == torch.bfloat16
+    g_out = torch.randn(out.shape).to(torch.bfloat16)
+    out.backward(g_out)
+    half = Model(num_relations=g.num_relations, num_ntypes=g.num_ntypes)
+    half.load_state_dict(layer.state_dict())
+    half = half.to(torch.bfloat16)
+    by_hand = half(graph, x, norm)
+    assert torch.equal(by_hand, out)
+    by_hand.backward(g_out)
+    for n, p in half.named_parameters():
+        got = dict(layer.named_parameters())[n].grad
+        assert got.dtype == torch.float32, n
+        torch.testing.assert_close(got, p.grad.float(), rtol=0, atol=0, msg=n)

@@ -154,13 +154,28 @@ inline at::Tensor toDtype(const at::Tensor &t, at::ScalarType dtype) {
   return newTensor(t.sizes(), t.options().dtype(dtype)).copy_(t);
 }
 
-/// The defined tensors of `tensors` as float32 (16-bit ones converted, float32 ones as they are).
-inline std::vector<at::Tensor> toFloat32(at::TensorList tensors) {
+/// `tensors` in `dtype` (each converted where it has another dtype; undefined ones stay so).
+inline std::vector<at::Tensor> toDtype(at::TensorList tensors, at::ScalarType dtype) {
   std::vector<at::Tensor> out;
   out.reserve(tensors.size());
   for (const at::Tensor &t : tensors)
-    out.push_back(toDtype(t, at::kFloat));
+    out.push_back(toDtype(t, dtype));
   return out;
+}
+
+/// The defined tensors of `tensors` as float32 (16-bit ones converted, float32 ones as they are).
+inline std::vector<at::Tensor> toFloat32(at::TensorList tensors) {
+  return toDtype(tensors, at::kFloat);
+}
+
+/// Whether any defined tensor of `inputs` and `weights` is on a CUDA device (a 16-bit call there
+/// computes in float32 storage: the CUDA kernels are built for float32 and float64).
+inline bool anyOnCuda(at::TensorList inputs, at::TensorList weights) {
+  for (at::TensorList list : {inputs, weights})
+    for (const at::Tensor &t : list)
+      if (t.defined() && t.is_cuda())
+        return true;
+  return false;
 }
 
 /// `t` viewed as rows of `inner` (a leading dimension of t.numel() / prod(inner) rows).

@@ -113,6 +113,7 @@ inline Json manifestToJson(const LayerManifest &m, const Json *kernels = nullptr
     if (m.structures >> k & 1)
       j["graph"].push_back(graph_schema::graphStructures()[k].name);
   j["cuda"] = m.cuda;
+  j["sixteen_bit_storage"] = m.sixteenBitStorage;
   return j;
 }
 
@@ -315,6 +316,7 @@ inline LayerManifest manifestFromJson(const std::string &ns, const std::string &
     m.structures |= graph_schema::GraphStructureMask(1) << k;
   }
   m.cuda = f.boolean("cuda", false);
+  m.sixteenBitStorage = f.boolean("sixteen_bit_storage", false);
   return m;
 }
 

@@ -86,6 +86,12 @@ struct LayerPlan {
   /// The namespace of a forward layer's inference copy, or of the layer an inference copy
   /// copies.
   std::string inference, inferenceOf;
+  /// Whether a CPU call with bfloat16 or float16 tensors runs the kernels on 16-bit storage
+  /// (every tensor in the call's 16-bit dtype, every sum and product in float): true unless the
+  /// layer, or the forward layer of a backward one, holds an exponential (a softmax), whose
+  /// logits must not be rounded to 8 significant bits; such a layer computes 16-bit calls in
+  /// float32 storage.
+  bool sixteenBitStorage = false;
   /// Optimisation variants (hector-variants): the layer as written lists its variants'
   /// namespaces; a variant names the layer's.
   std::string variant, variantOf;

@@ -87,7 +87,8 @@ static void printLayerConstants(LayerPlan &plan, const std::string &op, bool cud
 
 /// Prints the head of run<T, I>: the tensor options, the graph view and, for CUDA tensors, the
 /// device guard and the stream.
-static void printRunPrologue(const std::string &op, bool cuda, llvm::raw_ostream &os) {
+static void printRunPrologue(const std::string &op, bool cuda, bool sixteenBit,
+                             llvm::raw_ostream &os) {
   os << "template <typename T, typename I>\n"
      << "std::vector<at::Tensor> run(const ::hector::Graph &graph, at::TensorList inputs, "
         "at::TensorList weights, std::uint64_t needed) {\n"
@@ -105,6 +106,9 @@ static void printRunPrologue(const std::string &op, bool cuda, llvm::raw_ostream
      << "  const ::hector::emit::GraphView<I> g = ::hector::emit::makeGraphView<I>(graph, "
         "kStructures, "
      << cppQuoted(op) << ");\n";
+  if (sixteenBit)
+    os << "  TORCH_CHECK_VALUE(std::is_floating_point_v<T> || !onCuda, "
+       << cppQuoted(op + ": 16-bit storage is computed on the CPU only (internal error)") << ");\n";
   if (cuda)
     os << "#ifdef HECTOR_WITH_CUDA\n"
        << "  std::optional<c10::cuda::CUDAGuard> guard;\n"
@@ -238,7 +242,9 @@ static void printLaunch(const Kernel &kernel, ArrayRef<std::string> ins, ArrayRe
     os << name << ".data_ptr<I>(), ";
   os << "nullptr};\n";
   if (cuda) {
+    // The CUDA kernels exist for float32 and float64 (a 16-bit run<T, I> is CPU-only).
     os << "    if (onCuda) {\n#ifdef HECTOR_WITH_CUDA\n"
+       << "      if constexpr (std::is_floating_point_v<T>) {\n"
        << "      const std::size_t bytes = cuda::" << kernel.name
        << "_workspace<T, I>(g, in_, out_, aux_);\n"
        << "      at::Tensor workspace = at::empty({static_cast<std::int64_t>(bytes)}, "
@@ -248,6 +254,7 @@ static void printLaunch(const Kernel &kernel, ArrayRef<std::string> ins, ArrayRe
        << "      ::hector::emit::checkLaunch(error == cudaSuccess ? nullptr : "
           "cudaGetErrorString(error), "
        << cppQuoted(kernel.name) << ");\n"
+       << "      }\n"
        << "#endif\n    } else {\n  ";
   }
   os << "    cpu::" << kernel.name << "<T, I>(g, in_, out_, aux_);\n";
@@ -305,7 +312,7 @@ static void printRun(LayerPlan &plan, const std::string &op, bool cuda, llvm::ra
   }
 
   // run<T, I>: the kernels in order.
-  printRunPrologue(op, cuda, os);
+  printRunPrologue(op, cuda, plan.sixteenBitStorage, os);
   printRunTensors(plan, os);
 
   for (auto [index, kernel] : llvm::enumerate(plan.kernels)) {
@@ -352,7 +359,8 @@ static void printCallChecks(LayerPlan &plan, const std::string &op, llvm::raw_os
     os << "  const at::ScalarType dtype = at::kFloat;\n";
   } else {
     os << "  const at::ScalarType dtype = " << first << ".scalar_type();\n"
-       << "  TORCH_CHECK_TYPE(dtype == at::kFloat || dtype == at::kDouble, "
+       << "  TORCH_CHECK_TYPE(dtype == at::kFloat || dtype == at::kDouble"
+       << (plan.sixteenBitStorage ? " || ::hector::emit::isHalfPrecision(dtype)" : "") << ", "
        << cppQuoted(op + ".forward: " + firstName +
                     " must be float32, float64, bfloat16 or float16 (the dtype of every tensor "
                     "of the call; a 16-bit call may also hold float32 tensors), got ")
@@ -419,12 +427,22 @@ static void printTableRowChecks(LayerPlan &plan, const std::string &op, llvm::ra
   });
 }
 
-/// Prints the dispatch of forward on the graph's index dtype and the element type.
-static void printDispatch(const std::string &op, llvm::raw_ostream &os) {
+/// Prints the dispatch of forward on the graph's index dtype and the element type (bfloat16 and
+/// float16 too for a layer computed in 16-bit storage).
+static void printDispatch(const LayerPlan &plan, const std::string &op, llvm::raw_ostream &os) {
+  auto sixteenBit = [&](const char *index, const char *indent) {
+    if (plan.sixteenBitStorage)
+      os << indent << "if (dtype == at::kBFloat16)\n"
+         << indent << "  return run<c10::BFloat16, " << index
+         << ">(graph, inputs, weights, mask);\n"
+         << indent << "if (dtype == at::kHalf)\n"
+         << indent << "  return run<c10::Half, " << index << ">(graph, inputs, weights, mask);\n";
+  };
   os << "  const std::uint64_t mask = static_cast<std::uint64_t>(needed);\n"
      << "  if (graph.indexDtype() == at::kLong) {\n"
-     << "#ifdef HECTOR_INDEX64\n"
-     << "    if (dtype == at::kDouble)\n"
+     << "#ifdef HECTOR_INDEX64\n";
+  sixteenBit("std::int64_t", "    ");
+  os << "    if (dtype == at::kDouble)\n"
      << "      return run<double, std::int64_t>(graph, inputs, weights, mask);\n"
      << "    return run<float, std::int64_t>(graph, inputs, weights, mask);\n"
      << "#else\n"
@@ -434,17 +452,20 @@ static void printDispatch(const std::string &op, llvm::raw_ostream &os) {
                        "rebuild it with hectorc --index64")
      << ");\n"
      << "#endif\n"
-     << "  }\n"
-     << "  if (dtype == at::kDouble)\n"
+     << "  }\n";
+  sixteenBit("std::int32_t", "  ");
+  os << "  if (dtype == at::kDouble)\n"
      << "    return run<double, std::int32_t>(graph, inputs, weights, mask);\n"
      << "  return run<float, std::int32_t>(graph, inputs, weights, mask);\n}\n\n";
 }
 
-/// Prints forward: validation, then dispatch on the element and index types (forwardAt); a
-/// call with bfloat16 or float16 tensors is computed in float32 (every kernel, every sum,
-/// softmax maximum and product) and returns its results in the 16-bit dtype, except the
-/// activations a forward layer saves for its backward, which stay float32, and gradients, which
-/// take the dtype of their tensor.
+/// Prints forward: validation, then dispatch on the element and index types (forwardAt). A call
+/// with bfloat16 or float16 tensors returns its results in the 16-bit dtype, except gradients,
+/// which take the dtype of their tensor. On the CPU, a layer in 16-bit storage
+/// (LayerPlan::sixteenBitStorage) converts its float32 tensors to the 16-bit dtype and runs the
+/// kernels on 16-bit rows, every sum and product in float; any other 16-bit call is computed in
+/// float32 storage (every kernel, sum, softmax maximum and product on float32 conversions), and
+/// the activations it saves for its backward stay float32.
 static void printForward(LayerPlan &plan, const std::string &op, bool cuda, llvm::raw_ostream &os) {
   os << "std::vector<at::Tensor> forwardAt(at::TensorList graphTensors, c10::IntArrayRef "
         "graphSizes, at::TensorList inputs, at::TensorList weights, std::int64_t needed) {\n"
@@ -456,7 +477,7 @@ static void printForward(LayerPlan &plan, const std::string &op, bool cuda, llvm
   if (!cuda)
     os << "  TORCH_CHECK_VALUE(!graph.device().is_cuda(), "
        << cppQuoted(op + ".forward: this library was built without CUDA kernels") << ");\n";
-  printDispatch(op, os);
+  printDispatch(plan, op, os);
 
   auto nameList = [&](auto items) {
     std::string out = "{";
@@ -470,9 +491,7 @@ static void printForward(LayerPlan &plan, const std::string &op, bool cuda, llvm
         "weights, "
      << cppQuoted(op) << ", " << nameList(plan.inputs) << ", " << nameList(plan.weights) << ");\n"
      << "  if (!half)\n"
-     << "    return forwardAt(graphTensors, graphSizes, inputs, weights, needed);\n"
-     << "  std::vector<at::Tensor> results = forwardAt(graphTensors, graphSizes, "
-        "::hector::emit::toFloat32(inputs), ::hector::emit::toFloat32(weights), needed);\n";
+     << "    return forwardAt(graphTensors, graphSizes, inputs, weights, needed);\n";
   // A gradient takes the dtype of the tensor it is the gradient of (a float32 weight beside
   // 16-bit features keeps a float32 gradient); every other result the call's 16-bit dtype.
   auto dtypeOf = [&](OutputOp output) -> std::string {
@@ -487,10 +506,23 @@ static void printForward(LayerPlan &plan, const std::string &op, bool cuda, llvm
     }
     return "*half";
   };
-  for (auto [o, output] : llvm::enumerate(plan.outputs))
-    if (!isSavedOutput(output))
-      os << "  results[" << o << "] = ::hector::emit::toDtype(results[" << o << "], "
-         << dtypeOf(output) << ");\n";
+  auto printConversions = [&](const char *indent) {
+    for (auto [o, output] : llvm::enumerate(plan.outputs))
+      if (!isSavedOutput(output))
+        os << indent << "results[" << o << "] = ::hector::emit::toDtype(results[" << o << "], "
+           << dtypeOf(output) << ");\n";
+  };
+  if (plan.sixteenBitStorage) {
+    os << "  if (!::hector::emit::anyOnCuda(inputs, weights)) {\n"
+       << "    std::vector<at::Tensor> results = forwardAt(graphTensors, graphSizes, "
+          "::hector::emit::toDtype(inputs, *half), ::hector::emit::toDtype(weights, *half), "
+          "needed);\n";
+    printConversions("    ");
+    os << "    return results;\n  }\n";
+  }
+  os << "  std::vector<at::Tensor> results = forwardAt(graphTensors, graphSizes, "
+        "::hector::emit::toFloat32(inputs), ::hector::emit::toFloat32(weights), needed);\n";
+  printConversions("  ");
   os << "  return results;\n}\n\n";
 }
 

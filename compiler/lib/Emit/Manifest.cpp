@@ -195,6 +195,7 @@ std::string manifestOf(LayerPlan &plan, bool cuda) {
   m.memoryOutputs.assign(plan.outputElements.begin(), plan.outputElements.end());
   m.structures = plan.structures;
   m.cuda = cuda;
+  m.sixteenBitStorage = plan.sixteenBitStorage;
   Json kernels = Json::array();
   for (const Kernel &kernel : plan.kernels)
     kernels.push_back(kernelJson(plan, kernel));

@@ -363,6 +363,17 @@ static void computeMemory(LayerPlan &plan) {
 // The module
 //===----------------------------------------------------------------------===//
 
+/// Whether `layer` computes an exponential (an exp, or a softmax before its lowering): its
+/// logits are rounded by 16-bit storage to 8 significant bits, which moves an exponential of a
+/// logit in the hundreds by tens of percent.
+static bool computesExponential(LayerOp layer) {
+  return layer
+      ->walk([](Operation *op) {
+        return isa<ExpOp, SoftmaxOp>(op) ? WalkResult::interrupt() : WalkResult::advance();
+      })
+      .wasInterrupted();
+}
+
 FailureOr<std::vector<LayerPlan>> planModule(ModuleOp module, StringRef entryName) {
   std::vector<LayerPlan> plans;
   for (LayerOp layer : module.getOps<LayerOp>()) {
@@ -402,6 +413,14 @@ FailureOr<std::vector<LayerPlan>> planModule(ModuleOp module, StringRef entryNam
         if (auto ref = dyn_cast<FlatSymbolRefAttr>(item))
           plan.variants.push_back(ids.lookup(ref.getValue()));
   }
+  // 16-bit storage: not for a layer with an exponential, nor for the backward of one (it reads
+  // the forward's saved logits or attention weights).
+  llvm::StringMap<bool> exponential;
+  for (LayerPlan &plan : plans)
+    exponential["hector_" + plan.id] = computesExponential(plan.layer);
+  for (LayerPlan &plan : plans)
+    plan.sixteenBitStorage = !exponential.lookup("hector_" + plan.id) &&
+                             (plan.forwardOf.empty() || !exponential.lookup(plan.forwardOf));
   return plans;
 }
 
