@@ -112,6 +112,11 @@ void checkGemm(const std::vector<I64> &sizes, I64 K, I64 N, I64 heads, bool gath
   CHECK(maxRelError(C, want) < sumTolerance<T>(1 + rows / 8.0) * roundings);
 }
 
+/// Bf16 without std::numeric_limits: the templates round it with its own conversion.
+struct PlainBf16 : Bf16 {
+  using Bf16::Bf16;
+};
+
 template <typename T, BOp Op, Scatter Mode> void sweepGemm() {
   std::mt19937_64 rng(1234 + static_cast<int>(Mode) * 7 + static_cast<int>(Op));
   for (const auto &sizes : kSegmentLayouts)
@@ -452,4 +457,61 @@ TEST_CASE("segmented weight gradient: deterministic across thread counts", "[cpu
       CHECK(std::memcmp(first.data(), dB.data(), dB.size() * sizeof(T)) == 0);
   }
   omp_set_num_threads(omp_get_num_procs());
+}
+
+TEST_CASE("segmented GEMM: vectorised bfloat16 rounding equals the element type's own",
+          "[cpu][gemm]") {
+  STATIC_REQUIRE(detail::isBfloat16Bits<Bf16>());
+  STATIC_REQUIRE(!detail::isBfloat16Bits<PlainBf16>());
+  STATIC_REQUIRE(!detail::isBfloat16Bits<float>());
+  // Ties (an exact half of the last bit, odd and even), carries into the exponent, the largest
+  // finite values, infinities, subnormals, zeros and random values.
+  std::vector<float> values = {0.0f,
+                               -0.0f,
+                               1.0f,
+                               1.00390625f,
+                               1.01171875f,
+                               -1.00390625f,
+                               3.3895314e38f,
+                               -3.4e38f,
+                               1e-40f,
+                               -1e-45f,
+                               std::numeric_limits<float>::infinity(),
+                               -std::numeric_limits<float>::infinity()};
+  std::mt19937_64 rng(99);
+  std::uniform_int_distribution<std::uint32_t> bitsOf;
+  for (int i = 0; i < 4000; ++i) {
+    std::uint32_t u = bitsOf(rng);
+    if ((u & 0x7F800000u) == 0x7F800000u)
+      u &= ~0x40000000u; // keep NaNs out of this list
+    float f;
+    std::memcpy(&f, &u, sizeof f);
+    values.push_back(f);
+  }
+  const I64 n = static_cast<I64>(values.size());
+  std::vector<float> addends(values.rbegin(), values.rend());
+  for (bool add : {false, true}) {
+    std::vector<Bf16> fast(values.begin(), values.end());
+    std::vector<PlainBf16> plain(values.begin(), values.end());
+    if (add) {
+      detail::storeRow<true>(fast.data(), addends.data(), n);
+      detail::storeRow<true>(plain.data(), addends.data(), n);
+    } else {
+      detail::storeRow<false>(fast.data(), values.data(), n);
+      detail::storeRow<false>(plain.data(), values.data(), n);
+    }
+    for (I64 i = 0; i < n; ++i) {
+      INFO("add=" << add << " value " << values[i] << " + " << addends[i]);
+      const float sum = add ? float(Bf16(values[i])) + addends[i] : values[i];
+      if (std::isnan(sum))
+        CHECK(fast[i].bits == 0x7FC0); // +inf + -inf: the quiet NaN, as c10::BFloat16 gives
+      else
+        CHECK(fast[i].bits == plain[i].bits);
+    }
+  }
+  // NaN in: the quiet NaN out.
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  Bf16 one(1.0f);
+  detail::storeRow<false>(&one, &nan, 1);
+  CHECK(one.bits == 0x7FC0);
 }

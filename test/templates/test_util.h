@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <vector>
@@ -43,6 +44,26 @@ struct Bf16 {
     return f;
   }
 };
+
+} // namespace testing
+} // namespace tmpl
+} // namespace hector
+
+/// Bf16 says it is a bfloat16 (8 significant bits, float's exponents), as c10::BFloat16 does,
+/// so that the CPU templates round its rows with their vectorised bit operations
+/// (cpu::detail::isBfloat16Bits), the path of the emitted code.
+namespace std {
+template <> class numeric_limits<hector::tmpl::testing::Bf16> {
+public:
+  static constexpr bool is_specialized = true;
+  static constexpr int digits = 8;
+  static constexpr int max_exponent = 128;
+};
+} // namespace std
+
+namespace hector {
+namespace tmpl {
+namespace testing {
 
 /// The tolerance of a result in T relative to an exact reference: float and double sums;
 /// bfloat16 results are float sums rounded once to 8 significant bits (2^-9 relative).

@@ -7,8 +7,8 @@
 // cache-blocked, with contiguous, restrict-qualified inner loops. Every output
 // element is summed in a fixed order, so results do not depend on the number
 // of threads. Elements stored as 16-bit types (bfloat16, float16) are computed
-// in float (AccumType): B is packed as float, A's elements are converted as
-// they are broadcast, and each result is rounded once when it is stored.
+// in float (AccumType): B is packed as float, each depth block of A's rows is
+// widened to float once, and each result is rounded once when it is stored.
 //
 //===----------------------------------------------------------------------===//
 #ifndef HECTOR_TEMPLATES_CPU_SEGMENTED_GEMM_H
@@ -19,6 +19,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
+#include <limits>
 #include <type_traits>
 #include <vector>
 
@@ -58,6 +60,53 @@ std::vector<RowTile> makeRowTiles(std::int64_t numSegments, const Index *off,
       tiles.push_back({s, r, std::min(e, r + tileRows)});
   }
   return tiles;
+}
+
+/// Whether T is a bfloat16 type stored as its 16 bits (c10::BFloat16: a trivially copyable
+/// standard-layout class of 2 bytes whose std::numeric_limits give 8 significant bits and
+/// float's exponent range). Rows of such a type are rounded with integer operations that the
+/// compiler vectorises; T's own conversion, a call per element, is not.
+template <typename T> constexpr bool isBfloat16Bits() {
+  if constexpr (std::is_class_v<T> && sizeof(T) == 2 && std::is_trivially_copyable_v<T> &&
+                std::is_standard_layout_v<T> && std::numeric_limits<T>::is_specialized)
+    return std::numeric_limits<T>::digits == 8 && std::numeric_limits<T>::max_exponent == 128;
+  else
+    return false;
+}
+
+/// The bfloat16 bits of `f`, rounded to nearest even; a NaN becomes the quiet NaN 0x7FC0 (as
+/// c10::BFloat16 rounds).
+inline std::uint16_t bfloat16Bits(float f) {
+  std::uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  const std::uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+  return (u & 0x7FFFFFFFu) > 0x7F800000u ? std::uint16_t(0x7FC0)
+                                         : static_cast<std::uint16_t>(rounded);
+}
+
+/// The float of bfloat16 bits `b` (exact).
+inline float bfloat16Value(std::uint16_t b) {
+  const std::uint32_t u = static_cast<std::uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+/// c[n] = T(v[n]) (`Add`: T(Acc(c[n]) + v[n])) for n < count: one row of results rounded to T
+/// once.
+template <bool Add, typename T, typename Acc>
+inline void storeRow(T *HECTOR_RESTRICT c, const Acc *HECTOR_RESTRICT v, std::int64_t count) {
+  if constexpr (isBfloat16Bits<T>()) {
+    static_assert(std::is_same_v<Acc, float>);
+    std::uint16_t *HECTOR_RESTRICT bits = reinterpret_cast<std::uint16_t *>(c);
+#pragma omp simd
+    for (std::int64_t n = 0; n < count; ++n)
+      bits[n] = bfloat16Bits(Add ? bfloat16Value(bits[n]) + v[n] : v[n]);
+  } else {
+#pragma omp simd
+    for (std::int64_t n = 0; n < count; ++n)
+      c[n] = Add ? T(Acc(c[n]) + v[n]) : T(v[n]);
+  }
 }
 
 /// Packs op(B)[k0:k0+kd, n0:n0+nw] into a dense [kd, ldp] block of the accumulation type.
@@ -216,12 +265,20 @@ void gemmTiles(const GemmProblem<T, Index> &p, Store &&store) {
   const int maxThreads = maxThreadCount();
   std::vector<Acc> accAll(static_cast<std::size_t>(maxThreads * MT * LDP + L));
   std::vector<Acc> packAll(static_cast<std::size_t>(maxThreads * KD * LDP + L));
+  // 16-bit A: each depth block of the tile's rows is widened to Acc once, with vector
+  // conversions, so that the micro-kernel broadcasts from Acc memory as it does for float
+  // (a scalar conversion per broadcast costs more than the FMAs it feeds). Exact: the same
+  // values in the same order.
+  constexpr bool kWiden = !std::is_same_v<T, Acc>;
+  std::vector<Acc> widenAll(kWiden ? static_cast<std::size_t>(maxThreads * MT * KD + L) : 0);
 #pragma omp parallel
   {
     const int t = threadIndex();
     Acc *HECTOR_RESTRICT acc = accAll.data() + t * MT * LDP;
     Acc *HECTOR_RESTRICT pack = packAll.data() + t * KD * LDP;
+    Acc *HECTOR_RESTRICT widened = kWiden ? widenAll.data() + t * MT * KD : nullptr;
     const T *aRows[MT];
+    const Acc *wideRows[MT];
 #pragma omp for schedule(dynamic, 1)
     for (std::int64_t task = 0; task < numTasks; ++task) {
       const std::int64_t head = task % p.heads;
@@ -250,7 +307,19 @@ void gemmTiles(const GemmProblem<T, Index> &p, Store &&store) {
         for (std::int64_t k = 0; k < kd; ++k)
           for (std::int64_t n = nw; n < nv * L; ++n)
             pack[k * LDP + n] = Acc(0);
-        tileDepthBlock<T>(rows, nv, aRows, k0, kd, pack, LDP, acc, LDP, k0 == 0);
+        if constexpr (kWiden) {
+          for (std::int64_t r = 0; r < rows; ++r) {
+            const T *HECTOR_RESTRICT src = aRows[r] + k0;
+            Acc *HECTOR_RESTRICT dst = widened + r * KD;
+#pragma omp simd
+            for (std::int64_t k = 0; k < kd; ++k)
+              dst[k] = Acc(src[k]);
+            wideRows[r] = dst;
+          }
+          tileDepthBlock<Acc>(rows, nv, wideRows, 0, kd, pack, LDP, acc, LDP, k0 == 0);
+        } else {
+          tileDepthBlock<T>(rows, nv, aRows, k0, kd, pack, LDP, acc, LDP, k0 == 0);
+        }
       }
       for (std::int64_t r = 0; r < rows; ++r)
         store(tile.begin + r, head, n0, nw, acc + r * LDP);
@@ -326,15 +395,7 @@ void segmentedGemm(const GemmProblem<T, Index> &p) {
                                           std::int64_t nw, const Acc *HECTOR_RESTRICT acc) {
       const std::int64_t phys = p.rows ? static_cast<std::int64_t>(p.rows[row]) : row;
       T *HECTOR_RESTRICT c = p.C + phys * p.ldc + head * p.N + n0;
-      if constexpr (Mode == Scatter::kAccumulate) {
-#pragma omp simd
-        for (std::int64_t n = 0; n < nw; ++n)
-          c[n] = T(Acc(c[n]) + acc[n]);
-      } else {
-#pragma omp simd
-        for (std::int64_t n = 0; n < nw; ++n)
-          c[n] = T(acc[n]);
-      }
+      detail::storeRow<Mode == Scatter::kAccumulate>(c, acc, nw);
     });
   } else {
     static_assert(Mode == Scatter::kAccumulateIndexPerSegment);
@@ -349,9 +410,7 @@ void segmentedGemm(const GemmProblem<T, Index> &p) {
         const std::int64_t phys = p.rows ? static_cast<std::int64_t>(p.rows[row]) : row;
         T *HECTOR_RESTRICT c =
             p.C + static_cast<std::int64_t>(p.scatter[phys]) * p.ldc + head * p.N + n0;
-#pragma omp simd
-        for (std::int64_t n = 0; n < nw; ++n)
-          c[n] = T(Acc(c[n]) + acc[n]);
+        detail::storeRow<true>(c, acc, nw);
       });
     }
   }
