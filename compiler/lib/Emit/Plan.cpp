@@ -391,15 +391,24 @@ FailureOr<std::vector<LayerPlan>> planModule(ModuleOp module, StringRef entryNam
   FailureOr<LayerOp> entry = selectEntryLayer(module, entryName);
   if (failed(entry))
     return failure();
+  // Each layer's namespace, and whether it computes an exponential, by symbol name.
   llvm::StringMap<std::string> ids;
-  for (LayerPlan &plan : plans)
+  llvm::StringMap<bool> exponential;
+  for (LayerPlan &plan : plans) {
     ids[plan.layer.getSymName()] = "hector_" + plan.id;
+    exponential[plan.layer.getSymName()] = computesExponential(plan.layer);
+  }
   for (LayerPlan &plan : plans) {
     plan.entry = plan.layer == *entry;
+    // 16-bit storage: not for a layer with an exponential, nor for the backward of one (it
+    // reads the forward's saved logits or attention weights).
+    plan.sixteenBitStorage = !exponential.lookup(plan.layer.getSymName());
     if (auto ref = plan.layer->getAttrOfType<FlatSymbolRefAttr>(kBackwardAttrName))
       plan.backwardOf = ids.lookup(ref.getValue());
-    if (auto ref = plan.layer->getAttrOfType<FlatSymbolRefAttr>(kForwardAttrName))
+    if (auto ref = plan.layer->getAttrOfType<FlatSymbolRefAttr>(kForwardAttrName)) {
       plan.forwardOf = ids.lookup(ref.getValue());
+      plan.sixteenBitStorage &= !exponential.lookup(ref.getValue());
+    }
     if (auto ref = plan.layer->getAttrOfType<FlatSymbolRefAttr>(kInferenceAttrName))
       plan.inference = ids.lookup(ref.getValue());
     if (auto ref = plan.layer->getAttrOfType<FlatSymbolRefAttr>(kInferenceOfAttrName))
@@ -413,14 +422,6 @@ FailureOr<std::vector<LayerPlan>> planModule(ModuleOp module, StringRef entryNam
         if (auto ref = dyn_cast<FlatSymbolRefAttr>(item))
           plan.variants.push_back(ids.lookup(ref.getValue()));
   }
-  // 16-bit storage: not for a layer with an exponential, nor for the backward of one (it reads
-  // the forward's saved logits or attention weights).
-  llvm::StringMap<bool> exponential;
-  for (LayerPlan &plan : plans)
-    exponential["hector_" + plan.id] = computesExponential(plan.layer);
-  for (LayerPlan &plan : plans)
-    plan.sixteenBitStorage = !exponential.lookup("hector_" + plan.id) &&
-                             (plan.forwardOf.empty() || !exponential.lookup(plan.forwardOf));
   return plans;
 }
 
