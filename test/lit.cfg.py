@@ -15,6 +15,7 @@ config.test_exec_root = os.path.join(config.hector_obj_root, "test")
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%examples", os.path.join(config.hector_src_root, "examples")))
+config.substitutions.append(("%templates", os.path.join(config.hector_src_root, "codegen-templates")))
 
 llvm_config.with_system_environment(["HOME", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()

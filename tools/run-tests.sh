@@ -37,7 +37,7 @@ run_suite() {  # name, command...
 }
 
 run_suite lit "$root/.venv/bin/lit" -sv "$build/test" --xunit-xml-output "$results/lit.xml"
-for t in hector-unit-tests hector-template-tests; do
+for t in hector-unit-tests hector-template-tests hector-template-native-tests; do
   if [ -x "$build/bin/$t" ]; then
     run_suite "$t" "$build/bin/$t" -r junit -o "$results/$t.xml"
   fi

@@ -14,13 +14,15 @@
 #ifndef HECTOR_TEMPLATES_CPU_SEGMENTED_GEMM_H
 #define HECTOR_TEMPLATES_CPU_SEGMENTED_GEMM_H
 
-#include "hector/kernel_common.h"
+#include "hector/cpu/amx.h"
 #include "hector/cpu/parallel.h"
+#include "hector/kernel_common.h"
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <type_traits>
 #include <vector>
 
@@ -242,11 +244,78 @@ inline void tileDepthBlock(std::int64_t rows, std::int64_t nv, const T *const *a
   }
 }
 
+#if HECTOR_CPU_AMX
+/// `gemmTiles` for bfloat16 on AMX tiles: B of every non-empty segment and head packed once,
+/// in the tiles' pair layout; tasks of up to kAmxRows rows x all N columns x one head, whose
+/// gathered rows are copied into a zero-padded bfloat16 block and multiplied in 32 x 32 tile
+/// blocks over the whole depth.
+template <typename T, BOp Op, typename Index, typename Store>
+void gemmTilesAmx(const GemmProblem<T, Index> &p, Store &&store) {
+  constexpr std::int64_t kAmxRows = 128;
+  const std::int64_t K = p.K, N = p.N, H = p.heads, S = p.numSegments;
+  if (N == 0 || H == 0)
+    return;
+  const std::vector<RowTile> tiles = makeRowTiles(S, p.segOffsets, kAmxRows);
+  const std::int64_t numTasks = static_cast<std::int64_t>(tiles.size()) * H;
+  if (numTasks == 0)
+    return;
+  const std::int64_t Kp = amx::roundUp(K, amx::kTileDepth), Np = amx::roundUp(N, 16);
+  const std::int64_t packSize = Kp * Np;
+  const auto *bBits = reinterpret_cast<const std::uint16_t *>(p.B);
+  // Buffers before the parallel regions (an allocation failure stays on the caller's thread).
+  std::vector<std::uint16_t> packs(static_cast<std::size_t>(S * H * packSize));
+  const int maxThreads = maxThreadCount();
+  std::vector<std::uint16_t> aAll(static_cast<std::size_t>(maxThreads * kAmxRows * Kp));
+  std::vector<float> accAll(static_cast<std::size_t>(maxThreads * kAmxRows * Np));
+#pragma omp parallel for schedule(dynamic, 1)
+  for (std::int64_t sh = 0; sh < S * H; ++sh) {
+    const std::int64_t s = sh / H, head = sh % H;
+    if (p.segOffsets[s + 1] > p.segOffsets[s])
+      amx::packB(bBits + s * p.strideB + head * K * N, Op == BOp::kTranspose, K, N, Kp, Np,
+                 packs.data() + sh * packSize);
+  }
+#pragma omp parallel
+  {
+    const amx::TileScope tileScope;
+    const int t = threadIndex();
+    std::uint16_t *a = aAll.data() + t * kAmxRows * Kp;
+    float *acc = accAll.data() + t * kAmxRows * Np;
+#pragma omp for schedule(dynamic, 1)
+    for (std::int64_t task = 0; task < numTasks; ++task) {
+      const std::int64_t head = task % H;
+      const RowTile &tile = tiles[task / H];
+      const std::int64_t rows = tile.end - tile.begin;
+      for (std::int64_t r = 0; r < amx::roundUp(rows, amx::kTileRows); ++r) {
+        std::uint16_t *dst = a + r * Kp;
+        std::int64_t copied = 0;
+        if (r < rows) {
+          const std::int64_t row = tile.begin + r;
+          const std::int64_t phys = p.rows ? static_cast<std::int64_t>(p.rows[row]) : row;
+          const std::int64_t in = p.gather ? static_cast<std::int64_t>(p.gather[phys]) : phys;
+          std::memcpy(dst, p.A + in * p.lda + head * K, static_cast<std::size_t>(K) * 2);
+          copied = K;
+        }
+        std::fill(dst + copied, dst + Kp, std::uint16_t(0));
+      }
+      amx::forwardBlock(rows, a, Kp, packs.data() + (tile.segment * H + head) * packSize, Np, acc);
+      for (std::int64_t r = 0; r < rows; ++r)
+        store(tile.begin + r, head, std::int64_t(0), N, acc + r * Np);
+    }
+  }
+}
+#endif
+
 /// Computes row-aligned results of every tile and hands each finished
 /// [rows, nw] block to `store(row, head, n0, nw, accRow)`, `row` the problem's
 /// logical row (an index into the segments' rows, before `rows`); `accRow` holds AccumType<T>.
+/// bfloat16 runs on AMX tiles where they are available and enabled (see amx.h).
 template <typename T, BOp Op, typename Tile, typename Index, typename Store>
 void gemmTiles(const GemmProblem<T, Index> &p, Store &&store) {
+#if HECTOR_CPU_AMX
+  if constexpr (isBfloat16Bits<T>())
+    if (amxEnabled())
+      return gemmTilesAmx<T, Op>(p, store);
+#endif
   using Acc = AccumType<T>;
   using S = Simd<Acc>;
   constexpr std::int64_t L = S::kLanes;
@@ -470,17 +539,45 @@ void segmentedWeightGrad(const WeightGradProblem<T, Index> &p) {
           std::fill(p.dB + s * p.strideB + h * KN, p.dB + s * p.strideB + (h + 1) * KN, T(0));
   }
 
-  // Per-thread buffers, allocated before the parallel region: the [K, NP] accumulator and the
-  // packed row blocks of A ([RB, K]) and dC ([RB, NP], zero-padded).
+  // bfloat16 on AMX tiles (see amx.h): blocks of RBA rows, A's rows transposed into a
+  // [KA, RBA] block and dC's rows into the tiles' pair layout [RBA / 2, NP, 2]; the
+  // accumulator has KA >= K rows (K rounded up to whole tiles, the extra rows stay zero).
+#if HECTOR_CPU_AMX
+  const bool useAmx = detail::isBfloat16Bits<T>() && amxEnabled();
+#else
+  constexpr bool useAmx = false;
+#endif
+  constexpr std::int64_t RBA = 256;
+  const std::int64_t KA = useAmx ? ceilDiv<std::int64_t>(K, 16) * 16 : K, KAP = KA * NP;
+  // Per-thread buffers, allocated before the parallel region: the [KA, NP] accumulator and the
+  // packed row blocks of A ([RB, K]) and dC ([RB, NP], zero-padded), or the AMX blocks.
   const int maxThreads = maxThreadCount();
-  const std::int64_t perThread = KNP + RB * K + RB * NP;
+  const std::int64_t perThread = KAP + RB * K + RB * NP;
   std::vector<Acc> buffers(static_cast<std::size_t>(maxThreads * perThread));
+  // Per thread: the [KA, RBA / 2] first operand and [RBA / 2, NP] second operand (pairs of
+  // bfloat16 as 32-bit units), A's pairs before the transposition, a zero row.
+  const std::int64_t amxPerThread = KA * RBA / 2 + RBA / 2 * NP + RBA / 2 * K + (K + N + 1) / 2;
+  std::vector<std::uint32_t> amxBlocks(useAmx ? static_cast<std::size_t>(maxThreads * amxPerThread)
+                                              : 0);
   const std::int64_t numTasks = numChunks * H;
 #pragma omp parallel
   {
     Acc *HECTOR_RESTRICT acc = buffers.data() + threadIndex() * perThread;
-    Acc *HECTOR_RESTRICT packA = acc + KNP;
+    Acc *HECTOR_RESTRICT packA = acc + KAP;
     Acc *HECTOR_RESTRICT packG = packA + RB * K;
+#if HECTOR_CPU_AMX
+    std::uint32_t *aT = nullptr, *gPairs = nullptr, *aPairs = nullptr;
+    const std::uint16_t *zeros = nullptr;
+    std::optional<amx::TileScope> tileScope;
+    if (useAmx) {
+      tileScope.emplace();
+      aT = amxBlocks.data() + threadIndex() * amxPerThread;
+      gPairs = aT + KA * RBA / 2;
+      aPairs = gPairs + RBA / 2 * NP;
+      zeros = reinterpret_cast<const std::uint16_t *>(aPairs + RBA / 2 * K);
+      std::fill(aT, aT + amxPerThread, std::uint32_t(0));
+    }
+#endif
 #pragma omp for schedule(dynamic, 1)
     for (std::int64_t task = 0; task < numTasks; ++task) {
       const std::int64_t head = task % H, chunk = task / H;
@@ -489,42 +586,99 @@ void segmentedWeightGrad(const WeightGradProblem<T, Index> &p) {
       const std::int64_t local = chunk - chunkStart[s];
       const std::int64_t begin = p.segOffsets[s] + local * CR;
       const std::int64_t end = std::min<std::int64_t>(p.segOffsets[s + 1], begin + CR);
-      std::fill(acc, acc + KNP, Acc(0));
-      for (std::int64_t r0 = begin; r0 < end; r0 += RB) {
-        const std::int64_t rb = std::min<std::int64_t>(RB, end - r0);
-        for (std::int64_t r = 0; r < rb; ++r) {
-          const std::int64_t row = r0 + r;
-          const std::int64_t phys = p.rows ? static_cast<std::int64_t>(p.rows[row]) : row;
-          const std::int64_t ia = p.gatherA ? static_cast<std::int64_t>(p.gatherA[phys]) : phys;
-          const std::int64_t ic = p.gatherC ? static_cast<std::int64_t>(p.gatherC[phys]) : phys;
-          const T *HECTOR_RESTRICT a = p.A + ia * p.lda + head * K;
-          const T *HECTOR_RESTRICT g = p.dC + ic * p.ldc + head * N;
-          std::transform(a, a + K, packA + r * K, [](const T &x) { return Acc(x); });
-          std::transform(g, g + N, packG + r * NP, [](const T &x) { return Acc(x); });
-          std::fill(packG + r * NP + N, packG + (r + 1) * NP, Acc(0));
-        }
-        // Register blocks of the [K, NP] accumulator: up to 4 vectors of n by 4 (or 8) k.
-        for (std::int64_t v0 = 0; v0 < NP / L; v0 += 4) {
-          const std::int64_t nv = std::min<std::int64_t>(4, NP / L - v0);
-          auto block = [&](auto nvTag) {
-            constexpr int NV = decltype(nvTag)::value;
-            constexpr int MK = NV >= 3 ? 4 : 8;
-            std::int64_t k = 0;
-            for (; k + MK <= K; k += MK)
-              detail::wgradKernel<Acc, MK, NV>(rb, packA + k, K, packG + v0 * L, NP,
-                                               acc + k * NP + v0 * L, NP);
-            if (k < K)
-              detail::wgradKernelTail<Acc, MK, NV>(K - k, rb, packA + k, K, packG + v0 * L, NP,
-                                                   acc + k * NP + v0 * L, NP);
-          };
-          switch (nv) {
-          case 4: block(std::integral_constant<int, 4>{}); break;
-          case 3: block(std::integral_constant<int, 3>{}); break;
-          case 2: block(std::integral_constant<int, 2>{}); break;
-          default: block(std::integral_constant<int, 1>{}); break;
+      std::fill(acc, acc + KAP, Acc(0));
+#if HECTOR_CPU_AMX
+      if (useAmx) {
+        if constexpr (detail::isBfloat16Bits<T>())
+          for (std::int64_t r0 = begin; r0 < end; r0 += RBA) {
+            const std::int64_t rb = std::min<std::int64_t>(RBA, end - r0);
+            const std::int64_t rp = ceilDiv<std::int64_t>(rb, amx::kTileDepth) * amx::kTileDepth;
+            // Rows 2j and 2j + 1 as one 32-bit unit per column (the lower half the even row):
+            // dC's straight into the pair layout, A's into [rp / 2, K] pairs, then transposed
+            // into the [K, rp / 2] first operand. Padding rows read a zero row.
+            for (std::int64_t j = 0; j < rp / 2; ++j) {
+              const std::uint16_t *a2[2], *g2[2];
+              for (int e = 0; e < 2; ++e) {
+                const std::int64_t r = 2 * j + e;
+                if (r >= rb) {
+                  a2[e] = g2[e] = zeros;
+                  continue;
+                }
+                const std::int64_t row = r0 + r;
+                const std::int64_t phys = p.rows ? static_cast<std::int64_t>(p.rows[row]) : row;
+                const std::int64_t ia =
+                    p.gatherA ? static_cast<std::int64_t>(p.gatherA[phys]) : phys;
+                const std::int64_t ic =
+                    p.gatherC ? static_cast<std::int64_t>(p.gatherC[phys]) : phys;
+                a2[e] = reinterpret_cast<const std::uint16_t *>(p.A + ia * p.lda + head * K);
+                g2[e] = reinterpret_cast<const std::uint16_t *>(p.dC + ic * p.ldc + head * N);
+              }
+              std::uint32_t *HECTOR_RESTRICT ap = aPairs + j * K;
+              const std::uint16_t *HECTOR_RESTRICT a0 = a2[0], *HECTOR_RESTRICT a1 = a2[1];
+#pragma omp simd
+              for (std::int64_t k = 0; k < K; ++k)
+                ap[k] = a0[k] | static_cast<std::uint32_t>(a1[k]) << 16;
+              std::uint32_t *HECTOR_RESTRICT gp = gPairs + j * NP;
+              const std::uint16_t *HECTOR_RESTRICT g0 = g2[0], *HECTOR_RESTRICT g1 = g2[1];
+#pragma omp simd
+              for (std::int64_t n = 0; n < N; ++n)
+                gp[n] = g0[n] | static_cast<std::uint32_t>(g1[n]) << 16;
+              std::fill(gp + N, gp + NP, std::uint32_t(0));
+            }
+            for (std::int64_t k = 0; k < K; ++k) {
+              std::uint32_t *HECTOR_RESTRICT dst = aT + k * (RBA / 2);
+              const std::uint32_t *HECTOR_RESTRICT src = aPairs + k;
+              for (std::int64_t j = 0; j < rp / 2; ++j)
+                dst[j] = src[j * K];
+            }
+            amx::wgradBlock(rp, reinterpret_cast<const std::uint16_t *>(aT), RBA, KA,
+                            reinterpret_cast<const std::uint16_t *>(gPairs), NP, acc);
+          }
+      } else
+#endif
+        for (std::int64_t r0 = begin; r0 < end; r0 += RB) {
+          const std::int64_t rb = std::min<std::int64_t>(RB, end - r0);
+          for (std::int64_t r = 0; r < rb; ++r) {
+            const std::int64_t row = r0 + r;
+            const std::int64_t phys = p.rows ? static_cast<std::int64_t>(p.rows[row]) : row;
+            const std::int64_t ia = p.gatherA ? static_cast<std::int64_t>(p.gatherA[phys]) : phys;
+            const std::int64_t ic = p.gatherC ? static_cast<std::int64_t>(p.gatherC[phys]) : phys;
+            const T *HECTOR_RESTRICT a = p.A + ia * p.lda + head * K;
+            const T *HECTOR_RESTRICT g = p.dC + ic * p.ldc + head * N;
+            std::transform(a, a + K, packA + r * K, [](const T &x) { return Acc(x); });
+            std::transform(g, g + N, packG + r * NP, [](const T &x) { return Acc(x); });
+            std::fill(packG + r * NP + N, packG + (r + 1) * NP, Acc(0));
+          }
+          // Register blocks of the [K, NP] accumulator: up to 4 vectors of n by 4 (or 8) k.
+          for (std::int64_t v0 = 0; v0 < NP / L; v0 += 4) {
+            const std::int64_t nv = std::min<std::int64_t>(4, NP / L - v0);
+            auto block = [&](auto nvTag) {
+              constexpr int NV = decltype(nvTag)::value;
+              constexpr int MK = NV >= 3 ? 4 : 8;
+              std::int64_t k = 0;
+              for (; k + MK <= K; k += MK)
+                detail::wgradKernel<Acc, MK, NV>(rb, packA + k, K, packG + v0 * L, NP,
+                                                 acc + k * NP + v0 * L, NP);
+              if (k < K)
+                detail::wgradKernelTail<Acc, MK, NV>(K - k, rb, packA + k, K, packG + v0 * L, NP,
+                                                     acc + k * NP + v0 * L, NP);
+            };
+            switch (nv) {
+            case 4:
+              block(std::integral_constant<int, 4>{});
+              break;
+            case 3:
+              block(std::integral_constant<int, 3>{});
+              break;
+            case 2:
+              block(std::integral_constant<int, 2>{});
+              break;
+            default:
+              block(std::integral_constant<int, 1>{});
+              break;
+            }
           }
         }
-      }
       const std::int64_t chunks = chunkStart[s + 1] - chunkStart[s];
       if (chunks == 1) {
         writeOut(s, head, acc);

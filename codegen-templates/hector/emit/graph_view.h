@@ -87,12 +87,18 @@ private:
 
 /// Starts loading a row of `n` elements of T (at most its first 512 bytes) into the caches: the
 /// CPU traversals call a functor's prefetch() a few edges ahead of the edge they compute.
+///
+/// The empty volatile asm gives the function a side effect: GCC treats __builtin_prefetch as
+/// free of them, so a prefetch() left out of line (or split off by partial inlining) is found
+/// pure and its call, whose result nobody uses, deleted; the traversals then ran without any
+/// prefetch. It is neither a barrier nor an instruction.
 template <typename T> inline void prefetchRow(const T *row, std::int64_t n) {
 #if !defined(__CUDA_ARCH__) && (defined(__GNUC__) || defined(__clang__))
   const char *p = reinterpret_cast<const char *>(row);
   const std::int64_t bytes = n * static_cast<std::int64_t>(sizeof(T));
   for (std::int64_t off = 0; off < bytes && off < 512; off += 64)
     __builtin_prefetch(p + off);
+  __asm__ __volatile__("" : : "r"(p));
 #else
   (void)row;
   (void)n;

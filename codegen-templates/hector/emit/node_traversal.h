@@ -33,7 +33,7 @@ namespace emit {
 namespace cpu {
 
 /// Edges a traversal looks ahead when the functor can prefetch (F::prefetch).
-constexpr std::int64_t kPrefetchAhead = 8;
+constexpr std::int64_t kPrefetchAhead = 16;
 /// Nodes handed to a thread at a time.
 constexpr std::int64_t kNodeChunk = 64;
 
