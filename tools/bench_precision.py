@@ -15,6 +15,11 @@ their ratio (above 1x the 16-bit run is faster), both peaks, and how far the 16-
 at the sampled rows (and its sampled weight gradients, where bench_scale records them) is from
 the float32 run's, relative to the largest sampled value.
 
+The GEMM template alone (tools/bench_gemm.cpp, target hector-bench-gemm, built with
+-march=native): the three segmented GEMM instances of a layer's training step at the largest
+graph's shapes (rows = its edges, gathered from its nodes), in float32 and bfloat16 (on AMX
+tiles where the CPU has them, and on the vector kernels), beside torch.mm at the same shapes.
+
 Beside them, measured in this process with the same threads: PyTorch's own GEMM
 (`torch.mm`, [rows, hidden] x [hidden, hidden], rows the graph's node and edge counts) in
 float32 and in the 16-bit dtype, in GFLOP/s, and a streaming copy of an [edges, hidden] float32
@@ -28,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import pathlib
 import statistics
 import subprocess
@@ -122,6 +128,80 @@ def hardware_rates(args, sizes: list[tuple[str, int]], dtype_name: str) -> list[
     return lines
 
 
+# Relations of bench_scale's graphs: the segments of the GEMM benchmark.
+RELATIONS = {"mag": 8, "mag4": 4, "mag_undirected": 8, "wikikg2": 535}
+
+
+def gemm_rates(args, graph: str, nodes: int, edges: int, dtype_name: str) -> list[str]:
+    """Our CPU GEMM template (hector-bench-gemm: every instance of a layer's training step,
+    gathering its rows as the emitted code does) beside torch.mm at the same shapes, as table
+    rows; [] when the benchmark cannot be built (no -march=native compiler)."""
+    import torch
+    build = pathlib.Path(os.environ.get("HECTOR_BUILD_DIR", ROOT / "build"))
+    r = subprocess.run(["cmake", "--build", str(build), "--target", "hector-bench-gemm"],
+                       capture_output=True, text=True)
+    exe = build / "bin" / "hector-bench-gemm"
+    if r.returncode != 0 or not exe.is_file():
+        print(f"hector-bench-gemm not built: {(r.stdout + r.stderr).strip()[-300:]}")
+        return []
+    h = args.hidden
+    segments = RELATIONS.get(graph, 8)
+    env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
+    r = subprocess.run([str(exe), str(edges), str(h), str(h), str(segments), str(nodes), "5"],
+                       capture_output=True, text=True, env=env)
+    if r.returncode != 0:
+        print(f"hector-bench-gemm failed: {r.stderr.strip()[-300:]}")
+        return []
+    ours = {}
+    for line in r.stdout.splitlines():
+        m = json.loads(line)
+        ours[(m["op"], m["dtype"], m["path"])] = m["gflops"]
+
+    torch.set_num_threads(args.threads)
+
+    def torch_rate(op, dt):
+        # Outputs preallocated, as ours are.
+        a = torch.randn(edges, h).to(dt)
+        w = torch.randn(h, h).to(dt)
+        if op == "weight_grad":
+            c = torch.empty(h, h, dtype=dt)
+            fn = lambda: torch.mm(a.t(), a, out=c)              # noqa: E731  [h, E] x [E, h]
+        else:
+            c = torch.empty(edges, h, dtype=dt)
+            wt = w.t() if op == "input_grad" else w
+            fn = lambda: torch.mm(a, wt, out=c)                 # noqa: E731
+        fn()
+        times = []
+        for _ in range(5):
+            t0 = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t0)
+        return 2.0 * edges * h * h / statistics.median(times) / 1e9
+
+    def cell(v):
+        return "-" if v is None else f"{v:.0f}"
+
+    def ratio(a, b):
+        return "-" if a is None or b is None else f"{a / b:.2f}"
+    lines = [f"| GEMM instance | shape | ours float32 | torch float32 | ratio | ours {dtype_name} "
+             f"(AMX) | ours {dtype_name} (vector) | torch {dtype_name} | ratio (best of ours) |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    shapes = {"forward": f"gather({edges:,} of {nodes:,}) x {h} x {h}",
+              "input_grad": f"{edges:,} x {h} x {h}^T",
+              "weight_grad": f"gather({edges:,})^T x {edges:,} x {h}"}
+    half = getattr(torch, dtype_name)
+    for op in ("forward", "input_grad", "weight_grad"):
+        f32 = ours.get((op, "float32", "vector"))
+        amx = ours.get((op, "bfloat16", "amx")) if dtype_name == "bfloat16" else None
+        vec = ours.get((op, "bfloat16", "vector")) if dtype_name == "bfloat16" else None
+        t32, t16 = torch_rate(op, torch.float32), torch_rate(op, half)
+        best = max((v for v in (amx, vec) if v is not None), default=None)
+        lines.append(f"| {op} | {shapes[op]}, {segments} segments | {cell(f32)} | {cell(t32)} | "
+                     f"{ratio(f32, t32)} | {cell(amx)} | {cell(vec)} | {cell(t16)} | "
+                     f"{ratio(best, t16)} |")
+    return lines
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                  epilog=__doc__.split("\n\n", 1)[1],
@@ -210,11 +290,21 @@ def main() -> int:
         print("\nThe hardware's own rates at the largest graph's shapes (this process, "
               f"{args.threads} threads):\n")
         print("\n".join(rates))
+    gemms = []
+    if args.device == "cpu" and sizes:
+        (g, s), (n, e) = max(sizes.items(), key=lambda kv: kv[1][1])
+        gemms = gemm_rates(args, g, n, e, args.autocast)
+        if gemms:
+            print(f"\nThe GEMM template at the layer's shapes ({g} {s:g}), in GFLOP/s, beside "
+                  "torch.mm at the same shapes (ours includes the row gather; "
+                  f"{args.threads} threads):\n")
+            print("\n".join(gemms))
     if args.json:
         args.json.write_text(json.dumps({"meta": {"args": {k: str(v) for k, v in
                                                             vars(args).items()},
                                                   "machine": single["meta"]["machine"]},
-                                         "rows": results, "rates": rates}, indent=1))
+                                         "rows": results, "rates": rates,
+                                         "gemm_rates": gemms}, indent=1))
     return 0
 
 

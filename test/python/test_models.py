@@ -50,6 +50,45 @@ def test_rgcn_matches_pyg(compile_model, dtype, gkw, aggr):
     assert_close(out, expected, dtype)
 
 
+def test_edge_inputs_sorted_once_and_again_after_an_in_place_write(compile_model):
+    # The graph keeps the last edge inputs it sorted into its edge order (Graph::
+    # sortedEdgeInput): the same norm tensor is sorted once for every call and its backward;
+    # an in-place write into it (a new version) or another tensor must be sorted again.
+    RGCN = compile_model("rgcn", "in=6", "out=5")
+    g = awkward_graph(4)
+    graph = make_graph(g)
+    torch.manual_seed(5)
+    layer = RGCN(num_relations=g.num_relations, num_ntypes=g.num_ntypes, dtype=torch.float64)
+    x = torch.randn(g.num_nodes, 6, dtype=torch.float64, requires_grad=True)
+    norm = rgcn_norm(g).to(torch.float64)
+
+    def expected(n):
+        # Plain PyTorch: x W_root + b + sum over incoming edges of norm_e x_src W_rel.
+        xs = x.detach().clone().requires_grad_(True)
+        msg = torch.einsum("ei,eio->eo", xs[g.src], layer.W.detach()[g.etype]) * n[:, None]
+        out = (xs @ layer.root.detach() + layer.bias.detach()).index_add(0, g.dst, msg)
+        out.sum().backward()
+        return out.detach(), xs.grad
+
+    for n in (norm, norm, None, norm, torch.rand_like(norm)):
+        if n is None:              # an in-place write between two calls with the same tensor
+            norm.mul_(torch.rand_like(norm) + 0.5)
+            n = norm
+        x.grad = None
+        out = layer(graph, x, n)
+        out.sum().backward()
+        want, want_grad = expected(n)
+        assert_close(out.detach(), want, torch.float64)
+        assert_close(x.grad, want_grad, torch.float64)
+    # The kept copies do not keep their inputs alive.
+    import gc
+    import weakref
+    alive = weakref.ref(norm)
+    del norm, n, out
+    gc.collect()
+    assert alive() is None
+
+
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 @pytest.mark.parametrize("aggr", ["mean", "add"])
 def test_rgcn_bases_matches_pyg(compile_model, dtype, aggr):

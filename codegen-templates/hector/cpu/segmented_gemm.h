@@ -292,7 +292,12 @@ void gemmTilesAmx(const GemmProblem<T, Index> &p, Store &&store) {
           const std::int64_t row = tile.begin + r;
           const std::int64_t phys = p.rows ? static_cast<std::int64_t>(p.rows[row]) : row;
           const std::int64_t in = p.gather ? static_cast<std::int64_t>(p.gather[phys]) : phys;
-          std::memcpy(dst, p.A + in * p.lda + head * K, static_cast<std::size_t>(K) * 2);
+          // An inline copy: a libc call per row of a few hundred bytes costs more than it.
+          const auto *HECTOR_RESTRICT src =
+              reinterpret_cast<const std::uint16_t *>(p.A + in * p.lda + head * K);
+#pragma omp simd
+          for (std::int64_t k = 0; k < K; ++k)
+            dst[k] = src[k];
           copied = K;
         }
         std::fill(dst + copied, dst + Kp, std::uint16_t(0));
