@@ -141,93 +141,59 @@ struct TileScope {
   TileScope &operator=(const TileScope &) = delete;
 };
 
-/// acc[rows, Np] (row stride Np floats) = a[rows, Kp] (row stride Kp, bfloat16 bits, rows
-/// padded with zeros to a multiple of 16) x pack[Kp/2, Np, 2]: blocks of 32 rows x 32
-/// columns in four result tiles, summed over k in blocks of 32.
-inline void forwardBlock(std::int64_t rows, const std::uint16_t *a, std::int64_t Kp,
-                         const std::uint16_t *pack, std::int64_t Np, float *acc) {
-  const std::int64_t aStride = Kp * 2, bStride = Np * 4, cStride = Np * 4;
-  for (std::int64_t r0 = 0; r0 < rows; r0 += 2 * kTileRows) {
-    const bool two = rows - r0 > kTileRows;
-    const std::uint16_t *a0 = a + r0 * Kp, *a1 = a0 + kTileRows * Kp;
+/// c[M, Np] (row stride Np floats; `accumulate`: +=, else =) a[M, D] x b: a in bfloat16 bits
+/// with row stride lda, its rows padded with zero rows to a multiple of 16; b the [D / 2, Np, 2]
+/// pair layout; D a multiple of 32 and Np of 16. Blocks of 32 x 32 results in the four result
+/// tiles, over the whole depth D in steps of 32. The forward GEMM is a x B with a the task's
+/// gathered rows; the weight gradient A^T x dC with a the transposed rows of A (M = K) and D
+/// rows of dC.
+inline void multiply(std::int64_t M, std::int64_t D, const std::uint16_t *a, std::int64_t lda,
+                     const std::uint16_t *b, std::int64_t Np, float *c, bool accumulate) {
+  const std::int64_t aStride = lda * 2, bStride = Np * 4, cStride = Np * 4;
+  for (std::int64_t m0 = 0; m0 < M; m0 += 2 * kTileRows) {
+    const bool two = M - m0 > kTileRows;
+    const std::uint16_t *a0 = a + m0 * lda, *a1 = a0 + kTileRows * lda;
     for (std::int64_t n0 = 0; n0 < Np; n0 += 32) {
       const bool wide = Np - n0 > 16;
-      _tile_zero(0);
-      _tile_zero(1);
-      _tile_zero(2);
-      _tile_zero(3);
-      for (std::int64_t k0 = 0; k0 < Kp; k0 += kTileDepth) {
-        const std::uint16_t *b = pack + k0 * Np + n0 * 2;
-        _tile_loadd(4, a0 + k0, aStride);
-        _tile_loadd(6, b, bStride);
+      float *c0 = c + m0 * Np + n0, *c1 = c0 + kTileRows * Np;
+      if (accumulate) {
+        _tile_loadd(0, c0, cStride);
+        if (wide)
+          _tile_loadd(1, c0 + 16, cStride);
+        if (two) {
+          _tile_loadd(2, c1, cStride);
+          if (wide)
+            _tile_loadd(3, c1 + 16, cStride);
+        }
+      } else {
+        _tile_zero(0);
+        _tile_zero(1);
+        _tile_zero(2);
+        _tile_zero(3);
+      }
+      for (std::int64_t d0 = 0; d0 < D; d0 += kTileDepth) {
+        const std::uint16_t *bd = b + d0 * Np + n0 * 2;
+        _tile_loadd(4, a0 + d0, aStride);
+        _tile_loadd(6, bd, bStride);
         _tile_dpbf16ps(0, 4, 6);
         if (wide) {
-          _tile_loadd(7, b + 32, bStride);
+          _tile_loadd(7, bd + 32, bStride);
           _tile_dpbf16ps(1, 4, 7);
         }
         if (two) {
-          _tile_loadd(5, a1 + k0, aStride);
+          _tile_loadd(5, a1 + d0, aStride);
           _tile_dpbf16ps(2, 5, 6);
           if (wide)
             _tile_dpbf16ps(3, 5, 7);
         }
       }
-      float *c = acc + r0 * Np + n0;
-      _tile_stored(0, c, cStride);
+      _tile_stored(0, c0, cStride);
       if (wide)
-        _tile_stored(1, c + 16, cStride);
+        _tile_stored(1, c0 + 16, cStride);
       if (two) {
-        _tile_stored(2, c + kTileRows * Np, cStride);
+        _tile_stored(2, c1, cStride);
         if (wide)
-          _tile_stored(3, c + kTileRows * Np + 16, cStride);
-      }
-    }
-  }
-}
-
-/// acc[Kp, Np] (row stride Np floats) += aT[Kp, R] (A's rows transposed: row stride ldaT,
-/// bfloat16 bits; Kp a multiple of 16) x g[R/2, Np, 2] (dC's rows, pairs of rows interleaved),
-/// R a multiple of 32; blocks of 32 x 32 accumulators loaded once per call.
-inline void wgradBlock(std::int64_t R, const std::uint16_t *aT, std::int64_t ldaT, std::int64_t Kp,
-                       const std::uint16_t *g, std::int64_t Np, float *acc) {
-  const std::int64_t aStride = ldaT * 2, bStride = Np * 4, cStride = Np * 4;
-  for (std::int64_t k0 = 0; k0 < Kp; k0 += 2 * kTileRows) {
-    const bool two = Kp - k0 > kTileRows;
-    const std::uint16_t *a0 = aT + k0 * ldaT, *a1 = a0 + kTileRows * ldaT;
-    for (std::int64_t n0 = 0; n0 < Np; n0 += 32) {
-      const bool wide = Np - n0 > 16;
-      float *c = acc + k0 * Np + n0;
-      _tile_loadd(0, c, cStride);
-      if (wide)
-        _tile_loadd(1, c + 16, cStride);
-      if (two) {
-        _tile_loadd(2, c + kTileRows * Np, cStride);
-        if (wide)
-          _tile_loadd(3, c + kTileRows * Np + 16, cStride);
-      }
-      for (std::int64_t r0 = 0; r0 < R; r0 += kTileDepth) {
-        const std::uint16_t *b = g + r0 * Np + n0 * 2;
-        _tile_loadd(4, a0 + r0, aStride);
-        _tile_loadd(6, b, bStride);
-        _tile_dpbf16ps(0, 4, 6);
-        if (wide) {
-          _tile_loadd(7, b + 32, bStride);
-          _tile_dpbf16ps(1, 4, 7);
-        }
-        if (two) {
-          _tile_loadd(5, a1 + r0, aStride);
-          _tile_dpbf16ps(2, 5, 6);
-          if (wide)
-            _tile_dpbf16ps(3, 5, 7);
-        }
-      }
-      _tile_stored(0, c, cStride);
-      if (wide)
-        _tile_stored(1, c + 16, cStride);
-      if (two) {
-        _tile_stored(2, c + kTileRows * Np, cStride);
-        if (wide)
-          _tile_stored(3, c + kTileRows * Np + 16, cStride);
+          _tile_stored(3, c1 + 16, cStride);
       }
     }
   }

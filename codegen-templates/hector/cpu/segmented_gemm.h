@@ -302,7 +302,8 @@ void gemmTilesAmx(const GemmProblem<T, Index> &p, Store &&store) {
         }
         std::fill(dst + copied, dst + Kp, std::uint16_t(0));
       }
-      amx::forwardBlock(rows, a, Kp, packs.data() + (tile.segment * H + head) * packSize, Np, acc);
+      amx::multiply(rows, Kp, a, Kp, packs.data() + (tile.segment * H + head) * packSize, Np, acc,
+                    /*accumulate=*/false);
       for (std::int64_t r = 0; r < rows; ++r)
         store(tile.begin + r, head, std::int64_t(0), N, acc + r * Np);
     }
@@ -636,8 +637,9 @@ void segmentedWeightGrad(const WeightGradProblem<T, Index> &p) {
               for (std::int64_t j = 0; j < rp / 2; ++j)
                 dst[j] = src[j * K];
             }
-            amx::wgradBlock(rp, reinterpret_cast<const std::uint16_t *>(aT), RBA, KA,
-                            reinterpret_cast<const std::uint16_t *>(gPairs), NP, acc);
+            amx::multiply(KA, rp, reinterpret_cast<const std::uint16_t *>(aT), RBA,
+                          reinterpret_cast<const std::uint16_t *>(gPairs), NP, acc,
+                          /*accumulate=*/true);
           }
       } else
 #endif
