@@ -50,10 +50,11 @@ def test_rgcn_matches_pyg(compile_model, dtype, gkw, aggr):
     assert_close(out, expected, dtype)
 
 
-def test_edge_inputs_sorted_once_and_again_after_an_in_place_write(compile_model):
-    # The graph keeps the last edge inputs it sorted into its edge order (Graph::
-    # sortedEdgeInput): the same norm tensor is sorted once for every call and its backward;
-    # an in-place write into it (a new version) or another tensor must be sorted again.
+def test_edge_inputs_in_edge_order_on_every_call(compile_model):
+    # Edge inputs are gathered into the graph's edge order on every call (Graph::sortEdgeData,
+    # its own prefetching gather on the CPU): the same norm tensor again, after an in-place
+    # write, and another tensor all give the plain-PyTorch results, and nothing keeps the
+    # input alive.
     RGCN = compile_model("rgcn", "in=6", "out=5")
     g = awkward_graph(4)
     graph = make_graph(g)
@@ -80,7 +81,6 @@ def test_edge_inputs_sorted_once_and_again_after_an_in_place_write(compile_model
         want, want_grad = expected(n)
         assert_close(out.detach(), want, torch.float64)
         assert_close(x.grad, want_grad, torch.float64)
-    # The kept copies do not keep their inputs alive.
     import gc
     import weakref
     alive = weakref.ref(norm)

@@ -129,7 +129,7 @@ static void printRunTensors(LayerPlan &plan, llvm::raw_ostream &os) {
     // Saved activations stay in the graph's internal edge order.
     bool edge = input.getResult().getType().getSpace() != Space::Node && !isSavedInput(input);
     if (edge)
-      os << "  const at::Tensor in" << i << " = graph.sortedEdgeInput(inputs[" << i
+      os << "  const at::Tensor in" << i << " = graph.sortEdgeData(inputs[" << i
          << "]).contiguous();\n";
     else
       os << "  const at::Tensor in" << i << " = inputs[" << i << "].contiguous();\n";

@@ -183,7 +183,7 @@ static graph_schema::GraphStructureMask structuresNamedIn(StringRef text) {
                        GraphStructure::unique_src_run_ptr, GraphStructure::unique_src_run});
   view("g.uniqueSrcPairs()", {GraphStructure::unique_src_ptr, GraphStructure::unique_src});
   view("g.uniqueDstPairs()", {GraphStructure::unique_dst_ptr, GraphStructure::unique_dst});
-  view("graph.sortedEdgeInput(", {GraphStructure::edge_perm});
+  view("graph.sortEdgeData(", {GraphStructure::edge_perm});
   view("graph.unsortEdgeData(", {GraphStructure::edge_perm});
   return mask;
 }

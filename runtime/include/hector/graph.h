@@ -131,12 +131,6 @@ public:
   /// Edge data in the user's order -> internal order (along dim 0), and back.
   at::Tensor sortEdgeData(const at::Tensor &data) const;
   at::Tensor unsortEdgeData(const at::Tensor &data) const;
-  /// sortEdgeData for a layer's edge input, which kernels only read: the last two sorted
-  /// copies are kept (keyed by this graph's edge permutation, the input and its version
-  /// counter, without keeping either alive), so a layer called with the same norm tensor step
-  /// after step, forward and backward, sorts it once. The result is shared with later calls:
-  /// never written into. An in-place write into the input (a new version) sorts it again.
-  at::Tensor sortedEdgeInput(const at::Tensor &data) const;
 
   struct State;
 
