@@ -159,6 +159,17 @@ def test_sort_is_stable_and_permutations_round_trip():
     data = torch.randn(200, 3, dtype=torch.float64)
     assert torch.equal(g.unsort_edge_data(g.sort_edge_data(data)), data)
     assert torch.equal(g.sort_edge_data(data), data[perm])
+    # The CPU gather for every row size (2, 4, 8 bytes, others), views, empty rows, and a graph
+    # large enough to be split among threads.
+    torch.manual_seed(3)
+    big = hector.Graph(torch.randint(0, 5000, (70000,)), torch.randint(0, 5000, (70000,)),
+                       torch.randint(0, 3, (70000,)), num_nodes=5000, num_relations=3)
+    for graph in (g, big):
+        e, p = graph.num_edges, graph.edge_perm.long()
+        for d in (torch.randn(e).to(torch.bfloat16), torch.randn(e), torch.randn(e, 1).double(),
+                  torch.randint(-9, 9, (e, 2)), torch.randn(e, 5), torch.randn(3, e).t(),
+                  torch.randn(e, 0), torch.randn(e, 4)[:, 1]):
+            assert torch.equal(graph.sort_edge_data(d), d[p]), (d.dtype, d.shape)
     # the user's edge list back
     assert torch.equal(g.src, src) and torch.equal(g.dst, dst) and torch.equal(g.etype, etype)
     assert g.src.dtype == torch.int64
