@@ -95,7 +95,7 @@ constexpr std::int64_t kTileDepth = 32;
 
 constexpr std::int64_t roundUp(std::int64_t x, std::int64_t m) { return (x + m - 1) / m * m; }
 
-/// op(B)[k0:k0+kd, 0:N] of one segment and head as [Kp / 2, Np, 2] bfloat16 bits (k-pairs
+/// op(B) ([K, N]) of one segment and head as [Kp / 2, Np, 2] bfloat16 bits (k-pairs
 /// interleaved per column, the layout of TDPBF16PS's second operand), zero beyond K and N.
 /// `transposed`: B is stored [N, K].
 inline void packB(const std::uint16_t *b, bool transposed, std::int64_t K, std::int64_t N,
