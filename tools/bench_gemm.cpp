@@ -130,11 +130,12 @@ void benchDtype(const Shape &s, int repeats, const char *dtype, const char *path
 
   const double flops = 2.0 * s.rows * s.K * s.N;
   auto report = [&](const char *op, double seconds) {
-    std::printf("{\"op\": \"%s\", \"dtype\": \"%s\", \"path\": \"%s\", \"rows\": %lld, \"K\": %lld, "
-                "\"N\": %lld, \"segments\": %lld, \"seconds\": %.6g, \"gflops\": %.4g}\n",
-                op, dtype, path, static_cast<long long>(s.rows), static_cast<long long>(s.K),
-                static_cast<long long>(s.N), static_cast<long long>(s.segments), seconds,
-                flops / seconds / 1e9);
+    std::printf(
+        "{\"op\": \"%s\", \"dtype\": \"%s\", \"path\": \"%s\", \"rows\": %lld, \"K\": %lld, "
+        "\"N\": %lld, \"segments\": %lld, \"seconds\": %.6g, \"gflops\": %.4g}\n",
+        op, dtype, path, static_cast<long long>(s.rows), static_cast<long long>(s.K),
+        static_cast<long long>(s.N), static_cast<long long>(s.segments), seconds,
+        flops / seconds / 1e9);
     std::fflush(stdout);
   };
   report("forward", medianSeconds(repeats, [&] {
