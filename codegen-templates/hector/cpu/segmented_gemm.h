@@ -24,6 +24,7 @@
 #include <limits>
 #include <optional>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace hector {
@@ -450,6 +451,87 @@ inline void wgradKernelTail(std::int64_t mk, std::int64_t rb, const T *a, std::i
   }
 }
 
+/// The rows of A and dC that row `row` of a weight-gradient problem multiplies, at head `head`.
+template <typename T, typename Index>
+inline std::pair<const T *, const T *> wgradRow(const WeightGradProblem<T, Index> &p,
+                                                std::int64_t row, std::int64_t head) {
+  const std::int64_t phys = p.rows ? static_cast<std::int64_t>(p.rows[row]) : row;
+  const std::int64_t ia = p.gatherA ? static_cast<std::int64_t>(p.gatherA[phys]) : phys;
+  const std::int64_t ic = p.gatherC ? static_cast<std::int64_t>(p.gatherC[phys]) : phys;
+  return {p.A + ia * p.lda + head * p.K, p.dC + ic * p.ldc + head * p.N};
+}
+
+#if HECTOR_CPU_AMX
+/// One thread's blocks for wgradRowsAmx, in 32-bit units (pairs of bfloat16): the [KA, kRows
+/// / 2] first operand (zero beyond K), the [kRows / 2, NP] second operand, A's rows as pairs
+/// before the transposition ([kRows / 2, K]) and a zero row of max(K, N) bfloat16.
+struct AmxWgradScratch {
+  static constexpr std::int64_t kRows = 256; // rows of A and dC per block
+  std::uint32_t *aT = nullptr, *gPairs = nullptr, *aPairs = nullptr;
+  const std::uint16_t *zeros = nullptr;
+  static std::int64_t size(std::int64_t K, std::int64_t N, std::int64_t KA, std::int64_t NP) {
+    return KA * kRows / 2 + kRows / 2 * NP + kRows / 2 * K + (K + N + 1) / 2;
+  }
+  AmxWgradScratch() = default;
+  /// Carves `block` (size() units) and zeroes it.
+  AmxWgradScratch(std::uint32_t *block, std::int64_t K, std::int64_t N, std::int64_t KA,
+                  std::int64_t NP)
+      : aT(block), gPairs(aT + KA * kRows / 2), aPairs(gPairs + kRows / 2 * NP),
+        zeros(reinterpret_cast<const std::uint16_t *>(aPairs + kRows / 2 * K)) {
+    std::fill(block, block + size(K, N, KA, NP), std::uint32_t(0));
+  }
+};
+
+/// acc[KA, NP] += sum over rows [begin, end) of A[row]^T dC[row] at head `head`, on AMX tiles,
+/// kRows rows at a time: rows 2j and 2j + 1 as one 32-bit unit per column (the lower half the
+/// even row), dC's straight into the tiles' pair layout, A's into [rows / 2, K] pairs then
+/// transposed into the [K, rows / 2] first operand; padding rows read the zero row.
+template <typename T, typename Index>
+void wgradRowsAmx(const WeightGradProblem<T, Index> &p, std::int64_t head, std::int64_t begin,
+                  std::int64_t end, std::int64_t KA, std::int64_t NP,
+                  const AmxWgradScratch &scratch, float *acc) {
+  constexpr std::int64_t RB = AmxWgradScratch::kRows;
+  const std::int64_t K = p.K, N = p.N;
+  std::uint32_t *aT = scratch.aT, *gPairs = scratch.gPairs, *aPairs = scratch.aPairs;
+  for (std::int64_t r0 = begin; r0 < end; r0 += RB) {
+    const std::int64_t rb = std::min<std::int64_t>(RB, end - r0);
+    const std::int64_t rp = ceilDiv<std::int64_t>(rb, amx::kTileDepth) * amx::kTileDepth;
+    for (std::int64_t j = 0; j < rp / 2; ++j) {
+      const std::uint16_t *a2[2], *g2[2];
+      for (int e = 0; e < 2; ++e) {
+        if (2 * j + e >= rb) {
+          a2[e] = g2[e] = scratch.zeros;
+          continue;
+        }
+        const auto [a, g] = wgradRow(p, r0 + 2 * j + e, head);
+        a2[e] = reinterpret_cast<const std::uint16_t *>(a);
+        g2[e] = reinterpret_cast<const std::uint16_t *>(g);
+      }
+      std::uint32_t *HECTOR_RESTRICT ap = aPairs + j * K;
+      const std::uint16_t *HECTOR_RESTRICT a0 = a2[0], *HECTOR_RESTRICT a1 = a2[1];
+#pragma omp simd
+      for (std::int64_t k = 0; k < K; ++k)
+        ap[k] = a0[k] | static_cast<std::uint32_t>(a1[k]) << 16;
+      std::uint32_t *HECTOR_RESTRICT gp = gPairs + j * NP;
+      const std::uint16_t *HECTOR_RESTRICT g0 = g2[0], *HECTOR_RESTRICT g1 = g2[1];
+#pragma omp simd
+      for (std::int64_t n = 0; n < N; ++n)
+        gp[n] = g0[n] | static_cast<std::uint32_t>(g1[n]) << 16;
+      std::fill(gp + N, gp + NP, std::uint32_t(0));
+    }
+    for (std::int64_t k = 0; k < K; ++k) {
+      std::uint32_t *HECTOR_RESTRICT dst = aT + k * (RB / 2);
+      const std::uint32_t *HECTOR_RESTRICT src = aPairs + k;
+      for (std::int64_t j = 0; j < rp / 2; ++j)
+        dst[j] = src[j * K];
+    }
+    amx::multiply(KA, rp, reinterpret_cast<const std::uint16_t *>(aT), RB,
+                  reinterpret_cast<const std::uint16_t *>(gPairs), NP, acc,
+                  /*accumulate=*/true);
+  }
+}
+#endif
+
 #if defined(__GNUC__) && !defined(__CUDACC__)
 #pragma GCC diagnostic pop
 #endif
@@ -545,26 +627,23 @@ void segmentedWeightGrad(const WeightGradProblem<T, Index> &p) {
           std::fill(p.dB + s * p.strideB + h * KN, p.dB + s * p.strideB + (h + 1) * KN, T(0));
   }
 
-  // bfloat16 on AMX tiles (see amx.h): blocks of RBA rows, A's rows transposed into a
-  // [KA, RBA] block and dC's rows into the tiles' pair layout [RBA / 2, NP, 2]; the
-  // accumulator has KA >= K rows (K rounded up to whole tiles, the extra rows stay zero).
+  // bfloat16 on AMX tiles (detail::wgradRowsAmx): the accumulator has KA >= K rows (K
+  // rounded up to whole tiles, the extra rows stay zero).
 #if HECTOR_CPU_AMX
   const bool useAmx = detail::isBfloat16Bits<T>() && amxEnabled();
 #else
   constexpr bool useAmx = false;
 #endif
-  constexpr std::int64_t RBA = 256;
   const std::int64_t KA = useAmx ? ceilDiv<std::int64_t>(K, 16) * 16 : K, KAP = KA * NP;
   // Per-thread buffers, allocated before the parallel region: the [KA, NP] accumulator and the
   // packed row blocks of A ([RB, K]) and dC ([RB, NP], zero-padded), or the AMX blocks.
   const int maxThreads = maxThreadCount();
   const std::int64_t perThread = KAP + RB * K + RB * NP;
   std::vector<Acc> buffers(static_cast<std::size_t>(maxThreads * perThread));
-  // Per thread: the [KA, RBA / 2] first operand and [RBA / 2, NP] second operand (pairs of
-  // bfloat16 as 32-bit units), A's pairs before the transposition, a zero row.
-  const std::int64_t amxPerThread = KA * RBA / 2 + RBA / 2 * NP + RBA / 2 * K + (K + N + 1) / 2;
-  std::vector<std::uint32_t> amxBlocks(useAmx ? static_cast<std::size_t>(maxThreads * amxPerThread)
-                                              : 0);
+#if HECTOR_CPU_AMX
+  const std::int64_t amxPerThread = useAmx ? detail::AmxWgradScratch::size(K, N, KA, NP) : 0;
+  std::vector<std::uint32_t> amxBlocks(static_cast<std::size_t>(maxThreads * amxPerThread));
+#endif
   const std::int64_t numTasks = numChunks * H;
 #pragma omp parallel
   {
@@ -572,16 +651,12 @@ void segmentedWeightGrad(const WeightGradProblem<T, Index> &p) {
     Acc *HECTOR_RESTRICT packA = acc + KAP;
     Acc *HECTOR_RESTRICT packG = packA + RB * K;
 #if HECTOR_CPU_AMX
-    std::uint32_t *aT = nullptr, *gPairs = nullptr, *aPairs = nullptr;
-    const std::uint16_t *zeros = nullptr;
+    detail::AmxWgradScratch amxScratch;
     std::optional<amx::TileScope> tileScope;
     if (useAmx) {
       tileScope.emplace();
-      aT = amxBlocks.data() + threadIndex() * amxPerThread;
-      gPairs = aT + KA * RBA / 2;
-      aPairs = gPairs + RBA / 2 * NP;
-      zeros = reinterpret_cast<const std::uint16_t *>(aPairs + RBA / 2 * K);
-      std::fill(aT, aT + amxPerThread, std::uint32_t(0));
+      amxScratch =
+          detail::AmxWgradScratch(amxBlocks.data() + threadIndex() * amxPerThread, K, N, KA, NP);
     }
 #endif
 #pragma omp for schedule(dynamic, 1)
@@ -593,99 +668,44 @@ void segmentedWeightGrad(const WeightGradProblem<T, Index> &p) {
       const std::int64_t begin = p.segOffsets[s] + local * CR;
       const std::int64_t end = std::min<std::int64_t>(p.segOffsets[s + 1], begin + CR);
       std::fill(acc, acc + KAP, Acc(0));
+      bool done = false; // by the AMX tiles
 #if HECTOR_CPU_AMX
-      if (useAmx) {
-        if constexpr (detail::isBfloat16Bits<T>())
-          for (std::int64_t r0 = begin; r0 < end; r0 += RBA) {
-            const std::int64_t rb = std::min<std::int64_t>(RBA, end - r0);
-            const std::int64_t rp = ceilDiv<std::int64_t>(rb, amx::kTileDepth) * amx::kTileDepth;
-            // Rows 2j and 2j + 1 as one 32-bit unit per column (the lower half the even row):
-            // dC's straight into the pair layout, A's into [rp / 2, K] pairs, then transposed
-            // into the [K, rp / 2] first operand. Padding rows read a zero row.
-            for (std::int64_t j = 0; j < rp / 2; ++j) {
-              const std::uint16_t *a2[2], *g2[2];
-              for (int e = 0; e < 2; ++e) {
-                const std::int64_t r = 2 * j + e;
-                if (r >= rb) {
-                  a2[e] = g2[e] = zeros;
-                  continue;
-                }
-                const std::int64_t row = r0 + r;
-                const std::int64_t phys = p.rows ? static_cast<std::int64_t>(p.rows[row]) : row;
-                const std::int64_t ia =
-                    p.gatherA ? static_cast<std::int64_t>(p.gatherA[phys]) : phys;
-                const std::int64_t ic =
-                    p.gatherC ? static_cast<std::int64_t>(p.gatherC[phys]) : phys;
-                a2[e] = reinterpret_cast<const std::uint16_t *>(p.A + ia * p.lda + head * K);
-                g2[e] = reinterpret_cast<const std::uint16_t *>(p.dC + ic * p.ldc + head * N);
-              }
-              std::uint32_t *HECTOR_RESTRICT ap = aPairs + j * K;
-              const std::uint16_t *HECTOR_RESTRICT a0 = a2[0], *HECTOR_RESTRICT a1 = a2[1];
-#pragma omp simd
-              for (std::int64_t k = 0; k < K; ++k)
-                ap[k] = a0[k] | static_cast<std::uint32_t>(a1[k]) << 16;
-              std::uint32_t *HECTOR_RESTRICT gp = gPairs + j * NP;
-              const std::uint16_t *HECTOR_RESTRICT g0 = g2[0], *HECTOR_RESTRICT g1 = g2[1];
-#pragma omp simd
-              for (std::int64_t n = 0; n < N; ++n)
-                gp[n] = g0[n] | static_cast<std::uint32_t>(g1[n]) << 16;
-              std::fill(gp + N, gp + NP, std::uint32_t(0));
-            }
-            for (std::int64_t k = 0; k < K; ++k) {
-              std::uint32_t *HECTOR_RESTRICT dst = aT + k * (RBA / 2);
-              const std::uint32_t *HECTOR_RESTRICT src = aPairs + k;
-              for (std::int64_t j = 0; j < rp / 2; ++j)
-                dst[j] = src[j * K];
-            }
-            amx::multiply(KA, rp, reinterpret_cast<const std::uint16_t *>(aT), RBA,
-                          reinterpret_cast<const std::uint16_t *>(gPairs), NP, acc,
-                          /*accumulate=*/true);
-          }
-      } else
+      if constexpr (detail::isBfloat16Bits<T>())
+        if (useAmx) {
+          detail::wgradRowsAmx(p, head, begin, end, KA, NP, amxScratch, acc);
+          done = true;
+        }
 #endif
-        for (std::int64_t r0 = begin; r0 < end; r0 += RB) {
-          const std::int64_t rb = std::min<std::int64_t>(RB, end - r0);
-          for (std::int64_t r = 0; r < rb; ++r) {
-            const std::int64_t row = r0 + r;
-            const std::int64_t phys = p.rows ? static_cast<std::int64_t>(p.rows[row]) : row;
-            const std::int64_t ia = p.gatherA ? static_cast<std::int64_t>(p.gatherA[phys]) : phys;
-            const std::int64_t ic = p.gatherC ? static_cast<std::int64_t>(p.gatherC[phys]) : phys;
-            const T *HECTOR_RESTRICT a = p.A + ia * p.lda + head * K;
-            const T *HECTOR_RESTRICT g = p.dC + ic * p.ldc + head * N;
-            std::transform(a, a + K, packA + r * K, [](const T &x) { return Acc(x); });
-            std::transform(g, g + N, packG + r * NP, [](const T &x) { return Acc(x); });
-            std::fill(packG + r * NP + N, packG + (r + 1) * NP, Acc(0));
-          }
-          // Register blocks of the [K, NP] accumulator: up to 4 vectors of n by 4 (or 8) k.
-          for (std::int64_t v0 = 0; v0 < NP / L; v0 += 4) {
-            const std::int64_t nv = std::min<std::int64_t>(4, NP / L - v0);
-            auto block = [&](auto nvTag) {
-              constexpr int NV = decltype(nvTag)::value;
-              constexpr int MK = NV >= 3 ? 4 : 8;
-              std::int64_t k = 0;
-              for (; k + MK <= K; k += MK)
-                detail::wgradKernel<Acc, MK, NV>(rb, packA + k, K, packG + v0 * L, NP,
-                                                 acc + k * NP + v0 * L, NP);
-              if (k < K)
-                detail::wgradKernelTail<Acc, MK, NV>(K - k, rb, packA + k, K, packG + v0 * L, NP,
-                                                     acc + k * NP + v0 * L, NP);
-            };
-            switch (nv) {
-            case 4:
-              block(std::integral_constant<int, 4>{});
-              break;
-            case 3:
-              block(std::integral_constant<int, 3>{});
-              break;
-            case 2:
-              block(std::integral_constant<int, 2>{});
-              break;
-            default:
-              block(std::integral_constant<int, 1>{});
-              break;
-            }
+      for (std::int64_t r0 = begin; !done && r0 < end; r0 += RB) {
+        const std::int64_t rb = std::min<std::int64_t>(RB, end - r0);
+        for (std::int64_t r = 0; r < rb; ++r) {
+          const auto [a, g] = detail::wgradRow(p, r0 + r, head);
+          std::transform(a, a + K, packA + r * K, [](const T &x) { return Acc(x); });
+          std::transform(g, g + N, packG + r * NP, [](const T &x) { return Acc(x); });
+          std::fill(packG + r * NP + N, packG + (r + 1) * NP, Acc(0));
+        }
+        // Register blocks of the [K, NP] accumulator: up to 4 vectors of n by 4 (or 8) k.
+        for (std::int64_t v0 = 0; v0 < NP / L; v0 += 4) {
+          const std::int64_t nv = std::min<std::int64_t>(4, NP / L - v0);
+          auto block = [&](auto nvTag) {
+            constexpr int NV = decltype(nvTag)::value;
+            constexpr int MK = NV >= 3 ? 4 : 8;
+            std::int64_t k = 0;
+            for (; k + MK <= K; k += MK)
+              detail::wgradKernel<Acc, MK, NV>(rb, packA + k, K, packG + v0 * L, NP,
+                                               acc + k * NP + v0 * L, NP);
+            if (k < K)
+              detail::wgradKernelTail<Acc, MK, NV>(K - k, rb, packA + k, K, packG + v0 * L, NP,
+                                                   acc + k * NP + v0 * L, NP);
+          };
+          switch (nv) {
+          case 4: block(std::integral_constant<int, 4>{}); break;
+          case 3: block(std::integral_constant<int, 3>{}); break;
+          case 2: block(std::integral_constant<int, 2>{}); break;
+          default: block(std::integral_constant<int, 1>{}); break;
           }
         }
+      }
       const std::int64_t chunks = chunkStart[s + 1] - chunkStart[s];
       if (chunks == 1) {
         writeOut(s, head, acc);
