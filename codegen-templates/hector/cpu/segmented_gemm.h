@@ -132,20 +132,32 @@ inline void packB(const T *HECTOR_RESTRICT b, std::int64_t K, std::int64_t N, st
   }
 }
 
-// The vector helpers below pass 64-byte vectors by value between inline functions of one
+// The vector helpers below pass SIMD vectors by value between inline functions of one
 // translation unit; no such function crosses a library boundary, so the ABI note GCC gives for
-// targets without AVX-512 (-Wpsabi) does not apply.
+// vectors wider than the target's registers (-Wpsabi) does not apply.
 #if defined(__GNUC__) && !defined(__CUDACC__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wpsabi"
 #endif
 
-/// The SIMD vector of the CPU kernels: 64 bytes of T (16 floats, 8 doubles), a GCC vector
-/// type that the compiler maps onto the widest registers the target has (one AVX-512 register,
-/// two AVX2 ones, four SSE ones).
+/// The target's SIMD registers, as the compiler was told them (-march): their width in bytes
+/// and how many there are. The micro-kernels size their register blocks by both: a block of
+/// accumulators that does not fit the register file is spilled to the stack on every FMA.
+#if defined(__AVX512F__)
+inline constexpr int kVectorBytes = 64, kVectorRegisters = 32;
+#elif defined(__AVX__)
+inline constexpr int kVectorBytes = 32, kVectorRegisters = 16;
+#elif defined(__aarch64__)
+inline constexpr int kVectorBytes = 16, kVectorRegisters = 32;
+#else
+inline constexpr int kVectorBytes = 16, kVectorRegisters = 16;
+#endif
+
+/// The SIMD vector of the CPU kernels: one register of the target (16 floats with AVX-512, 8
+/// with AVX2, 4 with SSE or NEON), a GCC vector type.
 template <typename T> struct Simd {
-  static constexpr std::int64_t kLanes = 64 / sizeof(T);
-  typedef T Vec __attribute__((vector_size(64)));
+  static constexpr std::int64_t kLanes = kVectorBytes / sizeof(T);
+  typedef T Vec __attribute__((vector_size(kVectorBytes)));
   static Vec load(const T *p) {
     Vec v;
     __builtin_memcpy(&v, p, sizeof(Vec));
@@ -158,9 +170,19 @@ template <typename T> struct Simd {
   }
 };
 
-/// The register block of the forward micro-kernel for a group of `NV` column vectors: enough
-/// independent accumulators (rows x vectors) to keep both FMA pipes busy.
-constexpr int microRows(int nv) { return nv >= 3 ? 4 : 8; }
+/// The widest column group (in vectors) of a micro-kernel's register block: four with 32
+/// registers, two with 16.
+constexpr int kMaxGroupVectors = kVectorRegisters >= 32 ? 4 : 2;
+
+/// The rows of the micro-kernels' register block for a group of `nv` column vectors: as many
+/// independent accumulators (rows x vectors) as keep both FMA pipes busy while the block, the
+/// group's B vectors and the broadcast A element fit the register file (32 registers: 4 x 4
+/// or 8 x 2; 16 registers: 6 x 2 or 8 x 1).
+constexpr int microRows(int nv) {
+  if (kVectorRegisters >= 32)
+    return nv >= 3 ? 4 : 8;
+  return nv >= 2 ? 6 : 8;
+}
 
 /// acc[MR rows, NV vectors] (row stride ldc) (=|+=) a[MR rows][k0 : k0+kd] x pack[kd][NV
 /// vectors] (row stride ldp), the accumulators in registers for the whole depth. Every element
@@ -235,11 +257,17 @@ inline void tileDepthBlock(std::int64_t rows, std::int64_t nv, const T *const *a
                                  acc + r * ldc + v0 * L, ldc, first);
   };
   std::int64_t v0 = 0;
-  for (; v0 + 4 <= nv; v0 += 4)
-    group(std::integral_constant<int, 4>{}, v0);
+  for (; v0 + kMaxGroupVectors <= nv; v0 += kMaxGroupVectors)
+    group(std::integral_constant<int, kMaxGroupVectors>{}, v0);
   switch (nv - v0) {
-  case 3: group(std::integral_constant<int, 3>{}, v0); break;
-  case 2: group(std::integral_constant<int, 2>{}, v0); break;
+  case 3:
+    if constexpr (kMaxGroupVectors > 3)
+      group(std::integral_constant<int, 3>{}, v0);
+    break;
+  case 2:
+    if constexpr (kMaxGroupVectors > 2)
+      group(std::integral_constant<int, 2>{}, v0);
+    break;
   case 1: group(std::integral_constant<int, 1>{}, v0); break;
   default: break;
   }
@@ -684,12 +712,14 @@ void segmentedWeightGrad(const WeightGradProblem<T, Index> &p) {
           std::transform(g, g + N, packG + r * NP, [](const T &x) { return Acc(x); });
           std::fill(packG + r * NP + N, packG + (r + 1) * NP, Acc(0));
         }
-        // Register blocks of the [K, NP] accumulator: up to 4 vectors of n by 4 (or 8) k.
-        for (std::int64_t v0 = 0; v0 < NP / L; v0 += 4) {
-          const std::int64_t nv = std::min<std::int64_t>(4, NP / L - v0);
+        // Register blocks of the [K, NP] accumulator: up to kMaxGroupVectors vectors of n by
+        // detail::microRows of k.
+        constexpr std::int64_t G = detail::kMaxGroupVectors;
+        for (std::int64_t v0 = 0; v0 < NP / L; v0 += G) {
+          const std::int64_t nv = std::min<std::int64_t>(G, NP / L - v0);
           auto block = [&](auto nvTag) {
             constexpr int NV = decltype(nvTag)::value;
-            constexpr int MK = NV >= 3 ? 4 : 8;
+            constexpr int MK = detail::microRows(NV);
             std::int64_t k = 0;
             for (; k + MK <= K; k += MK)
               detail::wgradKernel<Acc, MK, NV>(rb, packA + k, K, packG + v0 * L, NP,
@@ -699,8 +729,14 @@ void segmentedWeightGrad(const WeightGradProblem<T, Index> &p) {
                                                    acc + k * NP + v0 * L, NP);
           };
           switch (nv) {
-          case 4: block(std::integral_constant<int, 4>{}); break;
-          case 3: block(std::integral_constant<int, 3>{}); break;
+          case 4:
+            if constexpr (G >= 4)
+              block(std::integral_constant<int, 4>{});
+            break;
+          case 3:
+            if constexpr (G >= 3)
+              block(std::integral_constant<int, 3>{});
+            break;
           case 2: block(std::integral_constant<int, 2>{}); break;
           default: block(std::integral_constant<int, 1>{}); break;
           }
