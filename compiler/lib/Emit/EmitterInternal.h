@@ -80,6 +80,9 @@ struct LayerPlan {
   llvm::DenseMap<mlir::Value, std::string> tensors;
   /// Top-level gathers, fused into the weight gradients that read them.
   llvm::DenseMap<mlir::Value, GatherMarker> gathers;
+  /// Node traversals that write their result into the buffer of an operand no later kernel
+  /// reads (the traversal op, the operand): no new tensor, and one less at the peak.
+  llvm::DenseMap<mlir::Operation *, mlir::Value> inPlace;
   /// The namespace of the backward layer (for a forward layer with one) or of the forward layer
   /// (for a backward layer); filled in by planModule.
   std::string backwardOf, forwardOf;

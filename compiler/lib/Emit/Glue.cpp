@@ -171,8 +171,8 @@ static SmallVector<std::string> kernelInputs(LayerPlan &plan, size_t index, cons
   return ins;
 }
 
-/// Prints the allocation of a kernel's results (a GEMM with an accumulator writes into its
-/// buffer) and returns their tensors.
+/// Prints the allocation of a kernel's results (a GEMM with an accumulator, and a node
+/// traversal of plan.inPlace, write into an operand's buffer) and returns their tensors.
 static SmallVector<std::string> printResultTensors(LayerPlan &plan, Operation *kop,
                                                    llvm::raw_ostream &os) {
   SmallVector<std::string> outs;
@@ -184,6 +184,9 @@ static SmallVector<std::string> printResultTensors(LayerPlan &plan, Operation *k
       // The sum is written into the accumulator's buffer: the lowering folds an addition
       // into the GEMM only where the accumulator has no other reader.
       os << "  " << name << " = " << plan.tensors.lookup(gemm.getAcc()) << ";\n";
+    } else if (Value operand = plan.inPlace.lookup(kop)) {
+      // The operand's last reader: its rows are overwritten in place (computeInPlace).
+      os << "  " << name << " = " << plan.tensors.lookup(operand) << ";\n";
     } else if (auto value = dyn_cast<ValueType>(result.getType())) {
       bool zeroed = gemm && gemm.getScatter() != GemmScatter::Store;
       os << "  " << name << " = ::hector::emit::" << (zeroed ? "newZeros(" : "newTensor(")

@@ -266,6 +266,38 @@ std::map<size_t, SmallVector<Value>> releasePlan(const LayerPlan &plan) {
   return release;
 }
 
+/// Fills plan.inPlace: a node traversal over the nodes (not over unique pairs) with one result
+/// writes it into the buffer of an operand of the same type whose last reader it is, when the
+/// body reads that operand only at the traversal's own node (no src, dst or unique-pair access
+/// to it). The functor computes the node's row in local arrays and stores it last
+/// (FunctorPrinter::writeResults), and exactly one thread finishes each node on the CPU and on
+/// CUDA, so no row is read after it is overwritten.
+static void computeInPlace(LayerPlan &plan) {
+  std::map<size_t, SmallVector<Value>> release = releasePlan(plan);
+  for (auto [k, kernel] : llvm::enumerate(plan.kernels)) {
+    auto traversal = dyn_cast<TraversalOp>(kernel.op);
+    if (kernel.kind != KernelKind::Traversal || !traversal ||
+        traversal.getKind() != TraversalKind::Node || pairSumSpaceOf(traversal) ||
+        traversal->getNumResults() != 1)
+      continue;
+    Type resultType = traversal->getResult(0).getType();
+    auto readsOnlyOwnRow = [&](Value operand) {
+      for (BlockArgument arg : traversal.getBodyRegion().getArguments())
+        if (traversal->getOperand(arg.getArgNumber()) == operand)
+          for (Operation *user : arg.getUsers())
+            if (isa<SrcOp, DstOp, SrcRowOp, UniqueGatherOp, UniqueExpandOp>(user))
+              return false;
+      return true;
+    };
+    for (Value operand : release[k])
+      if (operand.getType() == resultType && !plan.gathers.count(operand) &&
+          readsOnlyOwnRow(operand)) {
+        plan.inPlace[traversal] = operand;
+        break;
+      }
+  }
+}
+
 /// The elements of a tensor of `type` as coefficients of N, E, U_src, U_dst, R, T, 1.
 static std::array<double, 7> elementsOf(Type type) {
   std::array<double, 7> c{};
@@ -325,8 +357,9 @@ static void computeMemory(LayerPlan &plan) {
     std::array<double, 7> temporary{};
     // A GEMM with an accumulator writes into the accumulator's buffer, which lives on as its
     // result (it is not released after the GEMM).
+    // So does a node traversal that writes into an operand's buffer (plan.inPlace).
     auto gemm = dyn_cast<GemmOp>(kernel.op);
-    Value reused = gemm ? gemm.getAcc() : Value();
+    Value reused = gemm ? gemm.getAcc() : plan.inPlace.lookup(kernel.op);
     if (!reused)
       for (Type type : kernel.op->getResultTypes())
         add(live, elementsOf(type));
@@ -386,6 +419,7 @@ FailureOr<std::vector<LayerPlan>> planModule(ModuleOp module, StringRef entryNam
     return module.emitError("the module holds no hector.layer to emit");
   for (LayerPlan &plan : plans) {
     computeStructures(plan);
+    computeInPlace(plan);
     computeMemory(plan);
   }
   FailureOr<LayerOp> entry = selectEntryLayer(module, entryName);
