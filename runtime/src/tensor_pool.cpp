@@ -241,8 +241,7 @@ private:
     const uintptr_t aligned = (start + huge - 1) / huge * huge;
     if (aligned > start)
       munmap(raw, aligned - start);
-    if (aligned + size < start + size + huge)
-      munmap(reinterpret_cast<void *>(aligned + size), start + huge - aligned);
+    munmap(reinterpret_cast<void *>(aligned + size), start + huge - aligned); // never empty
 #ifdef MADV_HUGEPAGE
     madvise(reinterpret_cast<void *>(aligned), size, MADV_HUGEPAGE); // advice: may be refused
 #endif

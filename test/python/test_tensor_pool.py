@@ -1,5 +1,5 @@
 """The tensor pool that compiled layers' CPU tensors come from: reuse of freed blocks, its limit,
-giving blocks back, the memory budget that counts its unused blocks, allocation failure under an
+giving blocks back, huge-page alignment of large blocks, the memory budget that counts its unused blocks, allocation failure under an
 address-space limit, and (with every block poisoned with NaN) that no kernel of the example models
 reads memory it did not write."""
 import os
@@ -60,6 +60,39 @@ def test_pooled_tensors_are_ordinary_tensors(pool):
     # Under the pool's minimum, PyTorch's allocator serves.
     small = pool.pooled_empty([16], torch.float32)
     assert small.numel() == 16
+
+
+def _smaps_entry(address):
+    """The fields of the mapping of /proc/self/smaps that holds `address`, or None."""
+    fields, inside = {}, False
+    with open("/proc/self/smaps") as f:
+        for line in f:
+            head = line.split()[0]
+            if "-" in head and ":" not in head:      # a mapping's first line: start-end perms ...
+                if inside:
+                    return fields
+                start, end = (int(v, 16) for v in head.split("-"))
+                inside = start <= address < end
+            elif inside:
+                key, _, value = line.partition(":")
+                fields[key] = value.strip()
+    return fields if inside else None
+
+
+def test_large_blocks_are_aligned_for_huge_pages(pool):
+    """A block of 32 MiB or more starts on a 2 MiB boundary and is advised MADV_HUGEPAGE: the
+    kernel may back it with transparent huge pages (THPeligible in smaps) wherever the system's
+    setting is not "never"."""
+    t = pool.pooled_empty([64 * MiB // 4], torch.float32).fill_(1.0)
+    assert t.data_ptr() % (2 * MiB) == 0
+    assert t.sum().item() == 64 * MiB // 4
+    setting = pathlib.Path("/sys/kernel/mm/transparent_hugepage/enabled")
+    if not setting.exists() or "[never]" in setting.read_text():
+        pytest.skip("transparent huge pages are off on this system")
+    fields = _smaps_entry(t.data_ptr())
+    assert fields is not None, "the block is not a mapping of this process"
+    if "THPeligible" in fields:
+        assert fields["THPeligible"] == "1", f"the block is not eligible for huge pages: {fields}"
 
 
 def test_limit_and_empty_give_blocks_back(pool):

@@ -5,7 +5,8 @@
 # derived weight, edge outputs (link scores), destination-side composition and a softmax of a
 # destination-only score, heads split from a shared projection, sub-layers with edge outputs,
 # reductions over both ends of the edges, linear maps of weights (projected relation
-# embeddings), stored weight-space values and softplus. Each is compiled by hectorc and run in
+# embeddings), stored weight-space values, softplus, and a result written into an operand's
+# buffer beside an operand also read through src. Each is compiled by hectorc and run in
 # every optimisation variant it has; the oracle is a plain PyTorch reference written here from the
 # model's text, in float64: outputs and the gradients of every input and weight (PyTorch's
 # autograd through the reference), on the awkward graphs of references.awkward_graph.
@@ -170,6 +171,12 @@ def softplusgate(g, x, w):
     return (scatter_sum(g, m) / 4 - softplus(scatter_mean(g, m)),)
 
 
+def inplace(g, x, w):
+    y, u = x @ w["W"], x @ w["V"]
+    a = per_edge(x[g.src], w["P"], g.etype)
+    return scatter_sum(g, u[g.src]) + u + (y * y + w["b"]), torch.tanh(a) * a
+
+
 def edge_weights(g):
     return torch.randn(g.src.numel(), dtype=F64)
 
@@ -189,6 +196,7 @@ USER_MODELS = {
     "relemb": (lambda g: [torch.randn(g.num_nodes, 6, dtype=F64)], relemb),
     "wsops": (lambda g: [torch.randn(g.num_nodes, 6, dtype=F64)], wsops),
     "softplusgate": (lambda g: [torch.randn(g.num_nodes, 6, dtype=F64)], softplusgate),
+    "inplace": (lambda g: [torch.randn(g.num_nodes, 8, dtype=F64)], inplace),
     # Random edge weights: no two edges' messages tie in max.
     "ends": (lambda g: [torch.randn(g.num_nodes, 6, dtype=F64), edge_weights(g)], ends),
 }

@@ -266,32 +266,56 @@ std::map<size_t, SmallVector<Value>> releasePlan(const LayerPlan &plan) {
   return release;
 }
 
-/// Fills plan.inPlace: a node traversal over the nodes (not over unique pairs) with one result
-/// writes it into the buffer of an operand of the same type whose last reader it is, when the
-/// body reads that operand only at the traversal's own node (no src, dst or unique-pair access
-/// to it). The functor computes the node's row in local arrays and stores it last
-/// (FunctorPrinter::writeResults), and exactly one thread finishes each node on the CPU and on
-/// CUDA, so no row is read after it is overwritten.
+/// Fills plan.inPlace: a traversal with one result, over the nodes or over the edges (not over
+/// unique pairs), writes it into the buffer of an operand of the same type whose last reader it
+/// is, when the body reads that operand only at the traversal's own row: every op that reads it,
+/// or a value computed from it, yields rows of the traversal's own space (node rows in a node
+/// traversal, edge rows in an edge traversal) and is no graph access (a src or dst of a node
+/// value computed from the operand reads it at another node). The functor computes the row in
+/// local arrays and stores it last (FunctorPrinter::writeResults), and exactly one thread
+/// computes each row on the CPU and on CUDA, so no row is read after it is overwritten.
 static void computeInPlace(LayerPlan &plan) {
   std::map<size_t, SmallVector<Value>> release = releasePlan(plan);
   for (auto [k, kernel] : llvm::enumerate(plan.kernels)) {
     auto traversal = dyn_cast<TraversalOp>(kernel.op);
-    if (kernel.kind != KernelKind::Traversal || !traversal ||
-        traversal.getKind() != TraversalKind::Node || pairSumSpaceOf(traversal) ||
-        traversal->getNumResults() != 1)
+    if (kernel.kind != KernelKind::Traversal || !traversal || traversal->getNumResults() != 1)
       continue;
-    Type resultType = traversal->getResult(0).getType();
+    const bool overNodes = traversal.getKind() == TraversalKind::Node;
+    if (overNodes ? pairSumSpaceOf(traversal).has_value() : pairSpaceOf(traversal).has_value())
+      continue;
+    const Space own = overNodes ? Space::Node : Space::Edge;
+    auto result = dyn_cast<ValueType>(traversal->getResult(0).getType());
+    if (!result || result.getSpace() != own)
+      continue;
+    // Whether every value computed from `arg` in the body stays a row of the own space.
+    auto staysOwnRow = [&](BlockArgument arg) {
+      SmallVector<Value> work{arg};
+      llvm::DenseSet<Operation *> seen;
+      while (!work.empty()) {
+        Value v = work.pop_back_val();
+        for (Operation *user : v.getUsers()) {
+          if (isa<YieldOp>(user) || !seen.insert(user).second)
+            continue;
+          if (isa<SrcOp, DstOp, SrcRowOp, UniqueGatherOp, UniqueExpandOp>(user))
+            return false;
+          for (Value r : user->getResults()) {
+            auto value = dyn_cast<ValueType>(r.getType());
+            if (!value || value.getSpace() != own)
+              return false;
+            work.push_back(r);
+          }
+        }
+      }
+      return true;
+    };
     auto readsOnlyOwnRow = [&](Value operand) {
       for (BlockArgument arg : traversal.getBodyRegion().getArguments())
-        if (traversal->getOperand(arg.getArgNumber()) == operand)
-          for (Operation *user : arg.getUsers())
-            if (isa<SrcOp, DstOp, SrcRowOp, UniqueGatherOp, UniqueExpandOp>(user))
-              return false;
+        if (traversal->getOperand(arg.getArgNumber()) == operand && !staysOwnRow(arg))
+          return false;
       return true;
     };
     for (Value operand : release[k])
-      if (operand.getType() == resultType && !plan.gathers.count(operand) &&
-          readsOnlyOwnRow(operand)) {
+      if (operand.getType() == result && !plan.gathers.count(operand) && readsOnlyOwnRow(operand)) {
         plan.inPlace[traversal] = operand;
         break;
       }
