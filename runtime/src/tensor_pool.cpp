@@ -40,6 +40,8 @@ namespace {
 
 constexpr int64_t kKiB = 1024;
 constexpr int64_t kMiB = 1024 * kKiB;
+/// Blocks from this size on are whole huge pages (kHugePage), aligned and advised as such.
+constexpr int64_t kLargeBlock = 32 * kMiB, kHugePage = 2 * kMiB;
 
 int64_t roundUp(int64_t n, int64_t to) { return (n + to - 1) / to * to; }
 
@@ -65,7 +67,7 @@ class Pool {
 public:
   /// A block of at least `bytes`, or nullptr when the system has no memory for one.
   void *take(int64_t bytes) {
-    const int64_t size = roundUp(bytes, bytes < 32 * kMiB ? 64 * kKiB : 2 * kMiB);
+    const int64_t size = roundUp(bytes, bytes < kLargeBlock ? 64 * kKiB : kHugePage);
     std::vector<Block> evicted;
     void *ptr = nullptr;
     {
@@ -221,27 +223,25 @@ private:
     return block;
   }
 
-  /// A new mapping of `bytes`. One of whole 2 MiB units (every block of 32 MiB or more) starts
-  /// on a 2 MiB boundary and asks for transparent huge pages (MADV_HUGEPAGE; honoured where
-  /// /sys/kernel/mm/transparent_hugepage/enabled is "madvise" or "always"): the kernels read
-  /// rows of these tensors at random (gathers, scatters by node), and with 4 KiB pages a walk
-  /// over a table of hundreds of MB misses the TLB on almost every row.
+  /// A new mapping of `bytes` (as take() rounds them). A large block (kLargeBlock or more,
+  /// whole huge pages) starts on a huge-page boundary and asks for transparent huge pages
+  /// (MADV_HUGEPAGE; honoured where /sys/kernel/mm/transparent_hugepage/enabled is "madvise"
+  /// or "always"): the kernels read rows of these tensors at random (gathers, scatters by
+  /// node), and with 4 KiB pages a walk over a table of hundreds of MB misses the TLB on
+  /// almost every row.
   static void *map(int64_t bytes) {
-    const size_t size = static_cast<size_t>(bytes), huge = 2 * kMiB;
-    if (bytes < 32 * static_cast<int64_t>(kMiB) || size % huge != 0) {
-      void *ptr = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-      return ptr == MAP_FAILED ? nullptr : ptr;
-    }
-    // Map one unit more and trim both ends to the boundary.
+    const bool large = bytes >= kLargeBlock;
+    // A large block maps one huge page more and trims both ends to the boundary.
+    const size_t size = static_cast<size_t>(bytes), extra = large ? kHugePage : 0;
     void *raw =
-        mmap(nullptr, size + huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (raw == MAP_FAILED)
-      return nullptr;
+        mmap(nullptr, size + extra, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED || !large)
+      return raw == MAP_FAILED ? nullptr : raw;
     const auto start = reinterpret_cast<uintptr_t>(raw);
-    const uintptr_t aligned = (start + huge - 1) / huge * huge;
+    const uintptr_t aligned = (start + extra - 1) / extra * extra;
     if (aligned > start)
       munmap(raw, aligned - start);
-    munmap(reinterpret_cast<void *>(aligned + size), start + huge - aligned); // never empty
+    munmap(reinterpret_cast<void *>(aligned + size), start + extra - aligned); // never empty
 #ifdef MADV_HUGEPAGE
     madvise(reinterpret_cast<void *>(aligned), size, MADV_HUGEPAGE); // advice: may be refused
 #endif

@@ -1,7 +1,7 @@
 """The tensor pool that compiled layers' CPU tensors come from: reuse of freed blocks, its limit,
-giving blocks back, huge-page alignment of large blocks, the memory budget that counts its unused blocks, allocation failure under an
-address-space limit, and (with every block poisoned with NaN) that no kernel of the example models
-reads memory it did not write."""
+giving blocks back, huge-page alignment of large blocks, the memory budget that counts its
+unused blocks, allocation failure under an address-space limit, and (with every block poisoned
+with NaN) that no kernel of the example models reads memory it did not write."""
 import os
 import pathlib
 import subprocess
