@@ -112,24 +112,33 @@ inline void storeRow(T *HECTOR_RESTRICT c, const Acc *HECTOR_RESTRICT v, std::in
   }
 }
 
-/// Packs op(B)[k0:k0+kd, n0:n0+nw] into a dense [kd, ldp] block of the accumulation type.
+/// Packs op(B)[0:K, n0:n0+nw] into a dense [K, ldp] block of the accumulation type, zero beyond
+/// column nw.
 template <typename T, BOp Op, typename Acc = AccumType<T>>
-inline void packB(const T *HECTOR_RESTRICT b, std::int64_t K, std::int64_t N, std::int64_t k0,
-                  std::int64_t kd, std::int64_t n0, std::int64_t nw, Acc *HECTOR_RESTRICT pack,
-                  std::int64_t ldp) {
-  for (std::int64_t k = 0; k < kd; ++k) {
+inline void packB(const T *HECTOR_RESTRICT b, std::int64_t K, std::int64_t N, std::int64_t n0,
+                  std::int64_t nw, Acc *HECTOR_RESTRICT pack, std::int64_t ldp) {
+  for (std::int64_t k = 0; k < K; ++k) {
     Acc *HECTOR_RESTRICT dst = pack + k * ldp;
     if constexpr (Op == BOp::kIdentity) {
-      const T *HECTOR_RESTRICT src = b + (k0 + k) * N + n0;
+      const T *HECTOR_RESTRICT src = b + k * N + n0;
 #pragma omp simd
       for (std::int64_t n = 0; n < nw; ++n)
         dst[n] = Acc(src[n]);
     } else {
-      const T *HECTOR_RESTRICT src = b + n0 * K + (k0 + k);
+      const T *HECTOR_RESTRICT src = b + n0 * K + k;
       for (std::int64_t n = 0; n < nw; ++n)
         dst[n] = Acc(src[n * K]);
     }
+    std::fill(dst + nw, dst + ldp, Acc(0));
   }
+}
+
+/// Prefetches the cache lines of row[0 : count) (a row of a gathered or permuted operand,
+/// scattered in memory, that a later step of the kernel reads).
+template <typename T> inline void prefetchRow(const T *row, std::int64_t count) {
+  constexpr std::int64_t kLineElements = 64 / static_cast<std::int64_t>(sizeof(T));
+  for (std::int64_t i = 0; i < count; i += kLineElements)
+    __builtin_prefetch(row + i);
 }
 
 // The vector helpers below pass SIMD vectors by value between inline functions of one
@@ -385,7 +394,8 @@ void gemmTiles(const GemmProblem<T, Index> &p, Store &&store) {
   // rather than stalling on one row after another: 0.33 -> 0.23 s for a 2.6M-row gathered
   // float32 GEMM of 64 x 64 on 2 AVX2 cores).
   constexpr bool kWiden = !std::is_same_v<T, Acc>;
-  const bool stage = kWiden || p.gather != nullptr || p.rows != nullptr;
+  const bool scatteredA = p.gather != nullptr || p.rows != nullptr;
+  const bool stage = kWiden || scatteredA;
   std::vector<Acc> widenAll(stage ? static_cast<std::size_t>(maxThreads * MT * KD + L) : 0);
 #pragma omp parallel for schedule(dynamic, 1)
   for (std::int64_t sh = 0; sh < SH; ++sh) {
@@ -395,10 +405,7 @@ void gemmTiles(const GemmProblem<T, Index> &p, Store &&store) {
     const T *bSeg = p.B + s * p.strideB + head * K * N;
     for (std::int64_t cb = 0; cb < colBlocks; ++cb) {
       const std::int64_t n0 = cb * NC, nw = std::min<std::int64_t>(NC, N - n0);
-      Acc *HECTOR_RESTRICT pack = packs.data() + sh * packSize + cb * K * LDP;
-      packB<T, Op>(bSeg, K, N, 0, K, n0, nw, pack, LDP);
-      for (std::int64_t k = 0; k < K; ++k)
-        std::fill(pack + k * LDP + nw, pack + (k + 1) * LDP, Acc(0));
+      packB<T, Op>(bSeg, K, N, n0, nw, packs.data() + sh * packSize + cb * K * LDP, LDP);
     }
   }
   // The first row of A that logical row `row` reads (head 0).
@@ -407,19 +414,15 @@ void gemmTiles(const GemmProblem<T, Index> &p, Store &&store) {
     const std::int64_t in = p.gather ? static_cast<std::int64_t>(p.gather[phys]) : phys;
     return p.A + in * p.lda;
   };
-  constexpr std::int64_t kLineElements = 64 / static_cast<std::int64_t>(sizeof(T));
   // (Rows of A that are neither gathered nor permuted are contiguous: the hardware prefetches
   // them. Prefetching scattered rows of C for the stores gained nothing measurable.)
   auto prefetchTask = [&](std::int64_t task) {
-    if (p.gather == nullptr && p.rows == nullptr)
+    if (!scatteredA)
       return;
     const std::int64_t head = task % H;
     const RowTile &tile = tiles[task / (H * colBlocks)];
-    for (std::int64_t row = tile.begin; row < tile.end; ++row) {
-      const T *a = rowOfA(row) + head * K;
-      for (std::int64_t k = 0; k < K; k += kLineElements)
-        __builtin_prefetch(a + k);
-    }
+    for (std::int64_t row = tile.begin; row < tile.end; ++row)
+      prefetchRow(rowOfA(row) + head * K, K);
   };
 #pragma omp parallel
   {
@@ -711,7 +714,7 @@ void segmentedWeightGrad(const WeightGradProblem<T, Index> &p) {
   std::vector<std::uint32_t> amxBlocks(static_cast<std::size_t>(maxThreads * amxPerThread));
 #endif
   const std::int64_t numTasks = numChunks * H;
-  constexpr std::int64_t kLineElements = 64 / static_cast<std::int64_t>(sizeof(T));
+  const bool scatteredA = p.gatherA || p.rows, scatteredC = p.gatherC || p.rows;
 #pragma omp parallel
   {
     Acc *HECTOR_RESTRICT acc = buffers.data() + threadIndex() * perThread;
@@ -747,14 +750,13 @@ void segmentedWeightGrad(const WeightGradProblem<T, Index> &p) {
         const std::int64_t rb = std::min<std::int64_t>(RB, end - r0);
         // The next block's rows (gathered rows are scattered in memory) are on their way while
         // this block computes.
-        const bool scatteredA = p.gatherA || p.rows, scatteredC = p.gatherC || p.rows;
         if (scatteredA || scatteredC)
           for (std::int64_t r = r0 + RB; r < std::min<std::int64_t>(end, r0 + 2 * RB); ++r) {
             const auto [a, g] = detail::wgradRow(p, r, head);
-            for (std::int64_t k = 0; scatteredA && k < K; k += kLineElements)
-              __builtin_prefetch(a + k);
-            for (std::int64_t n = 0; scatteredC && n < N; n += kLineElements)
-              __builtin_prefetch(g + n);
+            if (scatteredA)
+              detail::prefetchRow(a, K);
+            if (scatteredC)
+              detail::prefetchRow(g, N);
           }
         for (std::int64_t r = 0; r < rb; ++r) {
           const auto [a, g] = detail::wgradRow(p, r0 + r, head);
