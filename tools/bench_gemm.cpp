@@ -23,6 +23,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <new>
 #include <random>
 #include <string>
 #include <vector>
@@ -59,6 +60,24 @@ struct Shape {
   I64 rows, K, N, segments, nodes;
 };
 
+/// Allocates on 64-byte boundaries, as PyTorch's CPU allocator does for every tensor: a row of
+/// 64 floats then fills 4 cache lines, not 5 (a gathered GEMM's rate depends on it).
+template <typename T> struct Aligned64 {
+  using value_type = T;
+  Aligned64() = default;
+  template <typename U> Aligned64(const Aligned64<U> &) {} // NOLINT(google-explicit-constructor)
+  T *allocate(std::size_t n) {
+    const std::size_t bytes = (n * sizeof(T) + 63) / 64 * 64;
+    if (void *p = std::aligned_alloc(64, bytes))
+      return static_cast<T *>(p);
+    throw std::bad_alloc();
+  }
+  void deallocate(T *p, std::size_t) { std::free(p); }
+  template <typename U> bool operator==(const Aligned64<U> &) const { return true; }
+  template <typename U> bool operator!=(const Aligned64<U> &) const { return false; }
+};
+template <typename T> using Buffer = std::vector<T, Aligned64<T>>;
+
 template <typename F> double medianSeconds(int repeats, F &&run) {
   run(); // warm-up: page faults, first-touch
   std::vector<double> times;
@@ -75,11 +94,11 @@ template <typename T>
 void benchDtype(const Shape &s, int repeats, const char *dtype, const char *path) {
   std::mt19937_64 rng(7);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  auto fill = [&](std::vector<T> &v) {
+  auto fill = [&](Buffer<T> &v) {
     for (auto &x : v)
       x = T(u(rng));
   };
-  std::vector<T> X(s.nodes * s.K), W(s.segments * s.K * s.N), C(s.rows * s.N), dX(s.rows * s.K),
+  Buffer<T> X(s.nodes * s.K), W(s.segments * s.K * s.N), C(s.rows * s.N), dX(s.rows * s.K),
       dW(s.segments * s.K * s.N);
   fill(X);
   fill(W);
