@@ -209,6 +209,7 @@ int checkOptions(const CompilerOptions &options, Job &job) {
     return fail("unknown --target '" + options.target + "' (expected cpu or cuda)");
   job.emitOptions.cuda = options.target.empty() ? HECTOR_HAVE_CUDA : options.target == "cuda";
   job.emitOptions.entry = options.entry;
+  job.emitOptions.optLevel = options.optLevel;
   if (emit == "cuda" && !job.emitOptions.cuda)
     return fail("--emit=cuda with --target=cpu: there are no CUDA sources to print");
   std::string &kind = job.kind;

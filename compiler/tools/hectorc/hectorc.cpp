@@ -56,6 +56,11 @@ int run(int argc, char **argv) {
   app.add_flag("--index64", options.index64,
                "Also build the kernels for graphs with 64-bit indices (2^31 nodes or edges and "
                "more; by default only the 32-bit ones are built)");
+  app.add_option("-O", options.optLevel,
+                 "Optimisation level of the library's C++ and CUDA compile, 0-3 (default 3): "
+                 "-O0 builds several times faster, for a library that only has to compile; "
+                 "the IR's optimisations are --no-reorder / --no-compact")
+      ->check(CLI::Range(0, 3));
   app.add_flag("--verify-each", options.verifyEach,
                "Verify the IR after every pass rather than once after the pipeline (to find "
                "the pass that produced invalid IR)");

@@ -5,7 +5,8 @@ disk cache.
     layer = RGCN(num_relations=R)
 
 The library is built once per content hash of (model text, parameters, target, flags, the
-``hectorc`` binary, the template/runtime directories it is pointed at, torch's version) and kept
+``hectorc`` binary, the template/runtime directories it is pointed at, the environment that
+changes the build (HECTOR_LIBRARY_CXX_FLAGS, HECTOR_CUDA_ARCHITECTURES), torch's version) and kept
 in the cache directory (``$HECTOR_CACHE_DIR``, default ``~/.cache/hector``) as ``<hash>.so``.
 Later calls, in this or any other process, load that file. Concurrent callers (DDP ranks,
 DataLoader workers) serialise on an exclusive ``flock`` of ``<hash>.lock``: the first builds
@@ -138,7 +139,7 @@ def compile_library(model, *, target=None, flags=(), **params) -> pathlib.Path:
     flags = [str(f) for f in flags]
     for f in flags:
         if f not in ("--no-backward", "--no-reorder", "--no-compact", "--portable",
-                     "--index64") and not f.startswith("--entry="):
+                     "--index64", "-O0", "-O1", "-O2", "-O3") and not f.startswith("--entry="):
             raise ValueError(f"hector.compile: unsupported flag {f!r}")
     hectorc = find_hectorc()
     import torch
@@ -146,7 +147,8 @@ def compile_library(model, *, target=None, flags=(), **params) -> pathlib.Path:
         "text": text, "params": args, "target": target, "flags": flags,
         "hectorc": _compiler_hash(hectorc),
         "env": {k: os.environ.get(k) for k in ("HECTOR_TEMPLATES_DIR", "HECTOR_RUNTIME_DIR",
-                                                "HECTOR_TORCH_DIR")},
+                                                "HECTOR_TORCH_DIR", "HECTOR_LIBRARY_CXX_FLAGS",
+                                                "HECTOR_CUDA_ARCHITECTURES")},
         "torch": torch.__version__,
     }
     key = hashlib.sha256(json.dumps(key_fields, sort_keys=True).encode()).hexdigest()[:40]
@@ -201,7 +203,8 @@ def compile(model, *, target=None, layer=None, flags=(), **params) -> type:
     keywords); ``target`` is ``"cpu"``, ``"cuda"`` or ``None`` (hectorc's default: CUDA as well
     when it was configured with a CUDA compiler); ``flags`` are further hectorc flags
     (``--no-backward``, ``--no-reorder``, ``--no-compact``, ``--portable``, ``--index64``,
-    ``--entry=NAME``). Raises :class:`CompileError` with the compiler's ``FILE:LINE:COL``
+    ``--entry=NAME``, and ``-O0`` to ``-O3``, the kernels' optimisation level, default
+    ``-O3``). Raises :class:`CompileError` with the compiler's ``FILE:LINE:COL``
     diagnostics when the model is rejected, ``RuntimeError`` when hectorc is not found."""
     from .module import load
     return load(compile_library(model, target=target, flags=flags, **params), layer=layer)

@@ -45,6 +45,8 @@ struct CompilerOptions {
   /// Also build the kernels for graphs with 64-bit indices (2^31 nodes or edges and more); by
   /// default only the 32-bit ones are built, and such a graph is a clear error at the call.
   bool index64 = false;
+  /// The optimisation level (0-3) the library's kernels are compiled at (EmitOptions::optLevel).
+  int optLevel = 3;
   /// Non-empty: print the cost model's comparison of every layer's variants at these graph
   /// sizes ("edges=E nodes=N relations=R ntypes=T unique-src=U unique-dst=U [balance=B]",
   /// separated by spaces or commas) instead of producing output.

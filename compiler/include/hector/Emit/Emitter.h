@@ -30,6 +30,10 @@ struct EmitOptions {
   std::string entry;
   /// The library's name (`lib<name>.so`); empty: `hector_<entry layer>`.
   std::string libraryName;
+  /// The optimisation level (0-3) the package's CMakeLists.txt compiles the kernels at, by
+  /// default (its HECTOR_OPT_LEVEL): -O<level> for the C++ and the CUDA host code, and for
+  /// ptxas. 3 runs fastest; 0 builds several times faster (checks that only compile).
+  int optLevel = 3;
 };
 
 /// The entry layer of `module` (`entry`, or the last layer); reports an error and fails when
@@ -48,8 +52,8 @@ mlir::LogicalResult emitCuda(mlir::ModuleOp module, const EmitOptions &options,
 mlir::LogicalResult emitManifest(LayerOp layer, const EmitOptions &options,
                                  llvm::raw_ostream &os);
 
-/// Prints the package's CMakeLists.txt.
-void emitCMakeLists(llvm::StringRef libraryName, llvm::raw_ostream &os);
+/// Prints the package's CMakeLists.txt (`optLevel`: its default HECTOR_OPT_LEVEL).
+void emitCMakeLists(llvm::StringRef libraryName, int optLevel, llvm::raw_ostream &os);
 
 /// The library name the options give for `module` (`libraryName`, or `hector_<entry>`).
 mlir::FailureOr<std::string> libraryNameOf(mlir::ModuleOp module, const EmitOptions &options);
