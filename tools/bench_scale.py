@@ -352,6 +352,8 @@ def child_main(config_path: str) -> int:
         import numpy as np
         import torch
         torch.set_num_threads(cfg["threads"])
+        # --tf32: float32 matrix products on TF32 tensor cores, PyTorch's (PyG's) and ours alike.
+        torch.backends.cuda.matmul.allow_tf32 = bool(cfg.get("tf32"))
         dev = torch.device(cfg["device"])
         cuda = dev.type == "cuda"
         sync = (lambda: torch.cuda.synchronize()) if cuda else (lambda: None)
@@ -1059,6 +1061,10 @@ def main() -> int:
                          "float32 weights and inputs outside it; outputs are compared with "
                          "PyG's at 2^-5 / 2^-4 instead (tools/bench_precision.py compares with "
                          "float32)")
+    ap.add_argument("--tf32", action="store_true",
+                    help="allow TF32 tensor cores for float32 matrix products on CUDA "
+                         "(torch.backends.cuda.matmul.allow_tf32), ours and PyG's alike; "
+                         "outputs are compared with PyG's at 2^-7 / 2^-6")
     ap.add_argument("--samples", action="store_true",
                     help="--json: also store each row's sampled output rows and weight-gradient "
                          "samples (tools/bench_precision.py compares runs with them)")
@@ -1179,7 +1185,8 @@ def main() -> int:
                            "rel_counts": info["rel_counts"], "rel_src_type": info["rel_src_type"],
                            "rel_dst_type": info["rel_dst_type"], "hubs": hubs,
                            "pyg_slow": args.pyg_slow, "profile": args.profile,
-                           "tensor_pool": args.tensor_pool, "autocast": args.autocast}
+                           "tensor_pool": args.tensor_pool, "autocast": args.autocast,
+                           "tf32": args.tf32}
                     row = run_one(cfg, args, work)
                     rows.append(row)
                     tr, inf = row.get("train") or {}, row.get("infer") or {}
@@ -1196,10 +1203,13 @@ def main() -> int:
                           + (f"; {'; '.join(row['notes'])}" if row["notes"] else ""),
                           flush=True)
     # Under autocast both sides round to 16 bits (PyG's sums too): checked at 16-bit resolution.
-    tols = (2 ** -5, 2 ** -4) if args.autocast else (FORWARD_TOL, GRAD_TOL)
+    # With TF32 both sides round the operands of their products to 11 significant bits.
+    tols = ((2 ** -5, 2 ** -4) if args.autocast else (2 ** -7, 2 ** -6) if args.tf32
+            else (FORWARD_TOL, GRAD_TOL))
     add_checks(rows, *tols)
     mach = machine()
-    precision = f"float32 under {args.autocast} autocast" if args.autocast else "float32"
+    precision = (f"float32 under {args.autocast} autocast" if args.autocast
+                 else "float32, TF32 products" if args.tf32 else "float32")
     print(f"\n{args.device}, {precision}, hidden {args.hidden}, {args.heads} heads, {args.threads} "
           f"threads, median of up to {args.repeats} after a warm-up (budget {args.budget:g} s), "
           f"cap {args.cap_gib:g} GiB per process, tensor pool: {args.tensor_pool}; "

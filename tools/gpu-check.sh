@@ -139,6 +139,13 @@ step bench-precision 150 env HECTOR_BUILD_DIR="$build" "$py" "$root/tools/bench_
   --device cuda --scales 1 --models rgcn,rgat_pyg,hgt --impls hector,pyg \
   --packages "$root/gpu-packages" --repeats 2 --budget 5 --timeout 60 --json "$out/precision.json"
 
+# 5d. The same graph with TF32 allowed for float32 matrix products (--tf32: ours computes its
+#    GEMMs on TF32 tensor cores, PyTorch's cuBLAS and PyG likewise), checked against PyG at TF32
+#    resolution.
+step bench-scale-tf32 150 env HECTOR_BUILD_DIR="$build" "$py" "$root/tools/bench_scale.py" \
+  --device cuda --scales 1 --models rgcn,rgat_pyg,hgt --impls hector,pyg --tf32 \
+  --packages "$root/gpu-packages" --repeats 2 --budget 5 --timeout 60 --json "$out/scale-tf32.json"
+
 # 6. The user models (test/python/user_models, one library): every layer and variant, CUDA
 #    outputs and gradients against the CPU path on the awkward graphs. Late: the steps above
 #    matter more if time runs short.

@@ -3,9 +3,11 @@
 Builds the emitted packages of gpu-packages/ (tools/gpu-check-prepare.sh) against the runtime,
 then, for every `check-*` package (and every layer of a `user-*` package, on the awkward graphs
 only): the CUDA forward and gradients (the compiled backward) against
-the CPU ones of the same library, and the forward against PyG (on the GPU where PyG has the layer), in float64 and float32, on awkward random
-graphs and on AIFB/UMLS; for every `bench-*` package: inference time and peak memory of ours
-and PyG's layer side by side on AIFB, as ratios. Without a GPU it runs the CPU half, which is how
+the CPU ones of the same library, and the forward against PyG (on the GPU where PyG has the
+layer), in float64, float32 and float32 with TF32 allowed for the CUDA call (its GEMMs on tensor
+cores), on awkward random graphs and on AIFB/UMLS; for every `bench-*` package: inference time
+and peak memory of ours (float32, and with TF32 allowed) and PyG's layer side by side on AIFB,
+as ratios. Without a GPU it runs the CPU half, which is how
 the script itself is tested.
 
     python tools/gpu_models.py --packages gpu-packages --runtime build-gpu --json out.json
@@ -139,7 +141,11 @@ def main():
     def as_tuple(out):
         return out if isinstance(out, tuple) else (out,)
 
-    tol = {torch.float64: 1e-10, torch.float32: 1e-5}
+    # "tf32": float32 with torch.backends.cuda.matmul.allow_tf32 set for the CUDA call, whose
+    # GEMMs then round their operands to TF32 (11 significant bits, 2^-11 relative): 16 times
+    # that, of the largest output, against the float32 CPU result.
+    tol = {"float64": 1e-10, "float32": 1e-5, "tf32": 16 * 2.0 ** -11}
+    dtypes = {"float64": torch.float64, "float32": torch.float32, "tf32": torch.float32}
     checked = []   # (package, layer name, module class, whether to run on the real graphs)
     for name, lib in sorted(libs.items()):
         if name.startswith("check-"):
@@ -150,7 +156,8 @@ def main():
     for package, name, Layer, real in checked:
         for variant, (gname, g) in ((v, gg) for v in Layer.variants() for gg in graphs(real)):
             # Every optimisation variant the library carries, on CPU and CUDA alike.
-            for dtype in (torch.float64, torch.float32):
+            for mode in ("float64", "float32", "tf32") if cuda else ("float64", "float32"):
+                dtype = dtypes[mode]
                 torch.manual_seed(0)
                 layer = Layer(num_relations=g.num_relations, num_ntypes=g.num_ntypes, dtype=dtype)
                 layer.variant = variant
@@ -165,13 +172,18 @@ def main():
                 grads_cpu = torch.autograd.grad(cpu, xs + list(layer.parameters()), up,
                                                 allow_unused=True)
                 entry = {"model": name, "variant": variant, "graph": gname,
-                         "dtype": str(dtype)}
+                         "dtype": str(dtype) + (" tf32" if mode == "tf32" else "")}
                 if cuda:
                     dev = layer.to("cuda")
                     xs_cuda = [x.detach().cuda().requires_grad_() for x in xs]
-                    out = as_tuple(dev(make_graph(g, "cuda"), *xs_cuda))
-                    grads_cuda = torch.autograd.grad(out, xs_cuda + list(dev.parameters()),
-                                                     [u.cuda() for u in up], allow_unused=True)
+                    torch.backends.cuda.matmul.allow_tf32 = mode == "tf32"
+                    try:
+                        out = as_tuple(dev(make_graph(g, "cuda"), *xs_cuda))
+                        grads_cuda = torch.autograd.grad(out, xs_cuda + list(dev.parameters()),
+                                                         [u.cuda() for u in up],
+                                                         allow_unused=True)
+                    finally:
+                        torch.backends.cuda.matmul.allow_tf32 = False
                     out = [o.detach().cpu() for o in out]
                     layer.to("cpu")
 
@@ -185,7 +197,7 @@ def main():
                                 if b is not None and b.numel()), default=0.0)
                     entry["cuda_vs_cpu_rel_err"] = err
                     entry["cuda_vs_cpu_grad_rel_err"] = gerr
-                    entry["ok"] = (bool(err < tol[dtype]) and bool(gerr < 10 * tol[dtype])
+                    entry["ok"] = (bool(err < tol[mode]) and bool(gerr < 10 * tol[mode])
                                    and all(bool(torch.isfinite(o).all()) for o in out))
                 else:
                     entry["ok"] = all(bool(torch.isfinite(o).all()) for o in cpu) and all(
@@ -294,6 +306,12 @@ def bench(name, Layer, repeat, cuda):
     ours_t, ours_m = timed(layer, *ours_args)
     entry = {"model": name, "graph": "aifb", "device": dev, "ours_ms": ours_t * 1e3,
              "ours_peak_bytes": ours_m}
+    if cuda:
+        torch.backends.cuda.matmul.allow_tf32 = True
+        try:
+            entry["ours_tf32_ms"] = timed(layer, *ours_args)[0] * 1e3
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = False
     pyg_t, pyg_m = timed(pyg, *pyg_args)
     entry.update(pyg_ms=pyg_t * 1e3, pyg_peak_bytes=pyg_m, speedup=pyg_t / ours_t,
                  memory_ratio=(pyg_m / ours_m) if ours_m else None)

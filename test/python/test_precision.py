@@ -324,3 +324,37 @@ def test_sixteen_bit_storage_float32_weights(compile_model):
         got = dict(layer.named_parameters())[n].grad
         assert got.dtype == torch.float32, n
         torch.testing.assert_close(got, p.grad.float(), rtol=0, atol=0, msg=n)
+
+
+@pytest.mark.parametrize("switch", ["allow_tf32", "matmul_precision"])
+def test_tf32_switch_leaves_cpu_results_exact(compile_model, switch):
+    """PyTorch's TF32 switch for matrix products (read by every call: on CUDA, float32 GEMMs then
+    run on TF32 tensor cores) changes nothing on the CPU: float32 outputs and gradients stay
+    bit-for-bit those of a call with the switch off, and float64 is never rounded."""
+    Model = compile_model("rgat", "in=6", "d=3", "H=2")
+    g = awkward_graph(2)
+    graph = make_graph(g)
+
+    def run(dtype):
+        torch.manual_seed(9)
+        layer = Model(num_relations=g.num_relations, num_ntypes=g.num_ntypes, dtype=dtype)
+        x = torch.randn(g.num_nodes, 6, dtype=dtype, requires_grad=True)
+        out = layer(graph, x)
+        grads = torch.autograd.grad(out.square().sum(), [x, *layer.parameters()])
+        return [out.detach(), *grads]
+
+    off = {dtype: run(dtype) for dtype in (torch.float32, torch.float64)}
+    saved = (torch.backends.cuda.matmul.allow_tf32, torch.get_float32_matmul_precision())
+    try:
+        if switch == "allow_tf32":
+            torch.backends.cuda.matmul.allow_tf32 = True
+        else:
+            torch.set_float32_matmul_precision("high")
+        assert torch.backends.cuda.matmul.allow_tf32
+        on = {dtype: run(dtype) for dtype in (torch.float32, torch.float64)}
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = saved[0]
+        torch.set_float32_matmul_precision(saved[1])
+    for dtype in on:
+        for a, b in zip(on[dtype], off[dtype]):
+            torch.testing.assert_close(a, b, rtol=0, atol=0)

@@ -76,11 +76,38 @@ void reportExact(const std::string &name, bool same) {
               same ? "PASS" : "FAIL");
 }
 
+/// The check of a TF32 result: rounding both operands to TF32 (10 explicit mantissa bits,
+/// to nearest) moves each product by at most 2^-10 of its magnitude, and the FP32 sums add
+/// far less at these depths, so every element must be within 2^-9 of the same sum over the
+/// magnitudes (`bound`: the reference computed on |A|, |B| and |C|). Returns the worst
+/// ratio of error to that bound (at most 1 passes).
+template <typename T>
+double tf32ErrorRatio(const std::vector<T> &got, const std::vector<T> &want,
+                      const std::vector<T> &bound) {
+  double worst = 0;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    const double d = std::fabs(static_cast<double>(got[i]) - static_cast<double>(want[i]));
+    worst = std::max(worst, d / (std::ldexp(static_cast<double>(bound[i]), -9) + 1e-30));
+  }
+  return worst;
+}
+
+template <typename T> std::vector<T> magnitudes(std::vector<T> v) {
+  for (T &x : v)
+    x = std::fabs(x);
+  return v;
+}
+
+const char *pathName(gpu::MathPath path) {
+  return path == gpu::MathPath::kTensorTf32 ? " tf32" : "";
+}
+
 //===----------------------------------------------------------------------===//
 // Segmented GEMM
 //===----------------------------------------------------------------------===//
 
-template <typename T, BOp Op, Scatter Mode, typename Tile>
+template <typename T, BOp Op, Scatter Mode, typename Tile,
+          gpu::MathPath Path = gpu::MathPath::kSimt>
 void checkGemm(const std::vector<I64> &sizes, I64 K, I64 N, I64 heads, std::mt19937_64 &rng,
                const char *tileName) {
   const auto off = offsetsFromSizes(sizes);
@@ -125,6 +152,16 @@ void checkGemm(const std::vector<I64> &sizes, I64 K, I64 N, I64 heads, std::mt19
   std::vector<T> want = C;
   p.C = want.data();
   cpu::segmentedGemm<T, Op, Mode>(p);
+  std::vector<T> bound; // the same product over magnitudes (TF32 checks)
+  if (Path != gpu::MathPath::kSimt) {
+    GemmProblem<T, I64> q = p;
+    const auto absA = magnitudes(A), absB = magnitudes(B);
+    bound = magnitudes(C);
+    q.A = absA.data();
+    q.B = absB.data();
+    q.C = bound.data();
+    cpu::segmentedGemm<T, Op, Mode>(q);
+  }
 
   DeviceBuffer<I64> dOff(off), dG(gidx), dS(sidx);
   DeviceBuffer<T> dA(A), dB(B), dC(C);
@@ -137,20 +174,23 @@ void checkGemm(const std::vector<I64> &sizes, I64 K, I64 N, I64 heads, std::mt19
   d.scatter = dS.ptr;
   const std::size_t bytes = gpu::segmentedGemmWorkspaceBytes<T, Mode, Tile>(d);
   DeviceBuffer<char> ws(bytes);
-  checkCuda(gpu::launchSegmentedGemm<T, Op, Mode, Tile>(d, ws.ptr, bytes, nullptr), "gemm");
+  checkCuda(gpu::launchSegmentedGemm<T, Op, Mode, Tile, Path>(d, ws.ptr, bytes, nullptr), "gemm");
   checkCuda(cudaDeviceSynchronize(), "gemm sync");
   const auto got = dC.download();
   char name[160];
-  std::snprintf(name, sizeof name, "gemm %s op=%d scatter=%d tile=%s K=%lld N=%lld H=%lld",
-                typeName<T>(), static_cast<int>(Op), static_cast<int>(Mode), tileName,
-                static_cast<long long>(K), static_cast<long long>(N),
+  std::snprintf(name, sizeof name, "gemm%s %s op=%d scatter=%d tile=%s K=%lld N=%lld H=%lld",
+                pathName(Path), typeName<T>(), static_cast<int>(Op), static_cast<int>(Mode),
+                tileName, static_cast<long long>(K), static_cast<long long>(N),
                 static_cast<long long>(heads));
-  report(name, maxRelError(got, want), tolerance<T>() * (1 + rows / 64.0));
+  if (Path == gpu::MathPath::kSimt)
+    report(name, maxRelError(got, want), tolerance<T>() * (1 + rows / 64.0));
+  else
+    report(std::string(name) + " (error/bound)", tf32ErrorRatio(got, want, bound), 1.0);
 
   if (Mode == Scatter::kAccumulateIndexPerSegment) { // bitwise reproducible
     DeviceBuffer<T> dC2(C);
     d.C = dC2.ptr;
-    checkCuda(gpu::launchSegmentedGemm<T, Op, Mode, Tile>(d, ws.ptr, bytes, nullptr), "gemm");
+    checkCuda(gpu::launchSegmentedGemm<T, Op, Mode, Tile, Path>(d, ws.ptr, bytes, nullptr), "gemm");
     checkCuda(cudaDeviceSynchronize(), "gemm sync");
     const auto again = dC2.download();
     reportExact(std::string(name) + " rerun",
@@ -158,19 +198,20 @@ void checkGemm(const std::vector<I64> &sizes, I64 K, I64 N, I64 heads, std::mt19
   }
 }
 
-template <typename T, BOp Op, typename Tile> void gemmModes(std::mt19937_64 &rng, const char *tn) {
+template <typename T, BOp Op, typename Tile, gpu::MathPath Path = gpu::MathPath::kSimt>
+void gemmModes(std::mt19937_64 &rng, const char *tn) {
   const std::vector<I64> sizes = {0, 1, 300, 0, 64, 65, 1000, 0};
   for (I64 K : {1, 17, 65})
     for (I64 N : {3, 64, 65}) {
-      checkGemm<T, Op, Scatter::kStore, Tile>(sizes, K, N, 1, rng, tn);
-      checkGemm<T, Op, Scatter::kAccumulateIndexPerSegment, Tile>(sizes, K, N, 1, rng, tn);
+      checkGemm<T, Op, Scatter::kStore, Tile, Path>(sizes, K, N, 1, rng, tn);
+      checkGemm<T, Op, Scatter::kAccumulateIndexPerSegment, Tile, Path>(sizes, K, N, 1, rng, tn);
     }
-  checkGemm<T, Op, Scatter::kAccumulate, Tile>(sizes, 33, 40, 2, rng, tn);
-  checkGemm<T, Op, Scatter::kAccumulateIndexPerSegment, Tile>(sizes, 65, 64, 1, rng, tn);
-  checkGemm<T, Op, Scatter::kAccumulateIndexPerSegment, Tile>(sizes, 33, 40, 2, rng, tn);
+  checkGemm<T, Op, Scatter::kAccumulate, Tile, Path>(sizes, 33, 40, 2, rng, tn);
+  checkGemm<T, Op, Scatter::kAccumulateIndexPerSegment, Tile, Path>(sizes, 65, 64, 1, rng, tn);
+  checkGemm<T, Op, Scatter::kAccumulateIndexPerSegment, Tile, Path>(sizes, 33, 40, 2, rng, tn);
 }
 
-template <typename T, BOp Op, Assign Mode>
+template <typename T, BOp Op, Assign Mode, gpu::MathPath Path = gpu::MathPath::kSimt>
 void checkWeightGrad(const std::vector<I64> &sizes, I64 K, I64 N, I64 heads, I64 chunkRows,
                      std::mt19937_64 &rng) {
   const auto off = offsetsFromSizes(sizes);
@@ -195,6 +236,16 @@ void checkWeightGrad(const std::vector<I64> &sizes, I64 K, I64 N, I64 heads, I64
   std::vector<T> want = dB0;
   p.dB = want.data();
   cpu::segmentedWeightGrad<T, Op, Mode>(p);
+  std::vector<T> bound; // the same sums over magnitudes (TF32 checks)
+  if (Path != gpu::MathPath::kSimt) {
+    WeightGradProblem<T, I64> q = p;
+    const auto absA = magnitudes(A), absDC = magnitudes(dC);
+    bound = magnitudes(dB0);
+    q.A = absA.data();
+    q.dC = absDC.data();
+    q.dB = bound.data();
+    cpu::segmentedWeightGrad<T, Op, Mode>(q);
+  }
 
   DeviceBuffer<I64> dOff(off), dGa(ga);
   DeviceBuffer<T> dA(A), dDC(dC), dDB(dB0), dDB2(dB0);
@@ -206,19 +257,25 @@ void checkWeightGrad(const std::vector<I64> &sizes, I64 K, I64 N, I64 heads, I64
   d.dB = dDB.ptr;
   const std::size_t bytes = gpu::segmentedWeightGradWorkspaceBytes(d, chunkRows);
   DeviceBuffer<char> ws(bytes);
-  checkCuda(gpu::launchSegmentedWeightGrad<T, Op, Mode>(d, chunkRows, ws.ptr, bytes, nullptr),
-            "wgrad");
+  using Tile = typename gpu::DefaultWgradTile<T>::type;
+  checkCuda(
+      gpu::launchSegmentedWeightGrad<T, Op, Mode, Tile, Path>(d, chunkRows, ws.ptr, bytes, nullptr),
+      "wgrad");
   d.dB = dDB2.ptr;
-  checkCuda(gpu::launchSegmentedWeightGrad<T, Op, Mode>(d, chunkRows, ws.ptr, bytes, nullptr),
-            "wgrad");
+  checkCuda(
+      gpu::launchSegmentedWeightGrad<T, Op, Mode, Tile, Path>(d, chunkRows, ws.ptr, bytes, nullptr),
+      "wgrad");
   checkCuda(cudaDeviceSynchronize(), "wgrad sync");
   const auto got = dDB.download(), again = dDB2.download();
   char name[160];
-  std::snprintf(name, sizeof name, "weight grad %s op=%d add=%d K=%lld N=%lld H=%lld chunk=%lld",
-                typeName<T>(), static_cast<int>(Op), static_cast<int>(Mode),
-                static_cast<long long>(K), static_cast<long long>(N),
-                static_cast<long long>(heads), static_cast<long long>(chunkRows));
-  report(name, maxRelError(got, want), tolerance<T>() * (1 + rows / 64.0));
+  std::snprintf(name, sizeof name, "weight grad%s %s op=%d add=%d K=%lld N=%lld H=%lld chunk=%lld",
+                pathName(Path), typeName<T>(), static_cast<int>(Op), static_cast<int>(Mode),
+                static_cast<long long>(K), static_cast<long long>(N), static_cast<long long>(heads),
+                static_cast<long long>(chunkRows));
+  if (Path == gpu::MathPath::kSimt)
+    report(name, maxRelError(got, want), tolerance<T>() * (1 + rows / 64.0));
+  else
+    report(std::string(name) + " (error/bound)", tf32ErrorRatio(got, want, bound), 1.0);
   reportExact(std::string(name) + " rerun",
               std::memcmp(got.data(), again.data(), got.size() * sizeof(T)) == 0);
 }
@@ -353,7 +410,8 @@ template <typename T> void checkTraversals(std::mt19937_64 &rng) {
 // Timing (informational)
 //===----------------------------------------------------------------------===//
 
-template <typename T> void timeGemm(std::mt19937_64 &rng) {
+template <typename T, gpu::MathPath Path = gpu::MathPath::kSimt>
+void timeGemm(std::mt19937_64 &rng) {
   const I64 S = 50, per = 20000, K = 64, N = 64, rows = S * per;
   std::vector<I64> sizes(S, per);
   const auto off = offsetsFromSizes(sizes);
@@ -380,18 +438,20 @@ template <typename T> void timeGemm(std::mt19937_64 &rng) {
   cudaEvent_t start, stop;
   cudaEventCreate(&start);
   cudaEventCreate(&stop);
-  checkCuda(gpu::launchSegmentedGemm<T, BOp::kIdentity, Scatter::kStore>(d, ws.ptr, bytes, nullptr),
-            "warm-up");
+  checkCuda(
+      gpu::launchSegmentedGemm<T, BOp::kIdentity, Scatter::kStore>(d, ws.ptr, bytes, nullptr, Path),
+      "warm-up");
   cudaEventRecord(start);
   for (int i = 0; i < 20; ++i)
-    gpu::launchSegmentedGemm<T, BOp::kIdentity, Scatter::kStore>(d, ws.ptr, bytes, nullptr);
+    gpu::launchSegmentedGemm<T, BOp::kIdentity, Scatter::kStore>(d, ws.ptr, bytes, nullptr, Path);
   cudaEventRecord(stop);
   checkCuda(cudaEventSynchronize(stop), "timing");
   float ms = 0;
   cudaEventElapsedTime(&ms, start, stop);
   ms /= 20;
-  std::printf("timing: gemm %s gather, %lld rows x 64 x 64, 50 segments: %.3f ms, %.1f GFLOP/s\n",
-              typeName<T>(), static_cast<long long>(rows), ms, 2.0 * rows * K * N / ms / 1e6);
+  std::printf("timing: gemm%s %s gather, %lld rows x 64 x 64, 50 segments: %.3f ms, %.1f GFLOP/s\n",
+              pathName(Path), typeName<T>(), static_cast<long long>(rows), ms,
+              2.0 * rows * K * N / ms / 1e6);
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
 }
@@ -406,8 +466,25 @@ template <typename T> void runAll(std::mt19937_64 &rng) {
   checkWeightGrad<T, BOp::kTranspose, Assign::kAdd>(sizes, 64, 33, 2, 64, rng);
   checkWeightGrad<T, BOp::kIdentity, Assign::kAdd>(sizes, 3, 1, 1,
                                                   gpu::defaultWgradChunkRows(3706), rng);
+  if constexpr (std::is_same_v<T, float>) {
+    using gpu::MathPath;
+    gemmModes<T, BOp::kIdentity, typename gpu::DefaultGemmTile<T>::type, MathPath::kTensorTf32>(
+        rng, "default");
+    gemmModes<T, BOp::kTranspose, typename gpu::DefaultGemmTile<T>::type, MathPath::kTensorTf32>(
+        rng, "default");
+    gemmModes<T, BOp::kIdentity, gpu::GemmTile<32, 32, 8, 2, 2>, MathPath::kTensorTf32>(
+        rng, "32x32x8/2x2");
+    gemmModes<T, BOp::kTranspose, gpu::GemmTile<128, 64, 8, 8, 4>, MathPath::kTensorTf32>(
+        rng, "128x64x8/8x4");
+    checkWeightGrad<T, BOp::kIdentity, Assign::kStore, MathPath::kTensorTf32>(sizes, 17, 65, 1, 256,
+                                                                              rng);
+    checkWeightGrad<T, BOp::kTranspose, Assign::kAdd, MathPath::kTensorTf32>(sizes, 64, 33, 2, 64,
+                                                                             rng);
+  }
   checkTraversals<T>(rng);
   timeGemm<T>(rng);
+  if constexpr (std::is_same_v<T, float>)
+    timeGemm<T, gpu::MathPath::kTensorTf32>(rng);
 }
 
 } // namespace

@@ -1,7 +1,8 @@
 //===- cuda_compile_test.cu - Instantiates every CUDA kernel template -----===//
 //
 // Compiled (never run) for sm_80 and sm_90: every launch helper for float and
-// double, every scatter mode and layout, two tile configurations each, and
+// double, every scatter mode and layout, two tile configurations each, the
+// TF32 tensor-core math for float on four tile configurations, and
 // the traversal kernels with the functor shapes emitted code uses, for 32-
 // and 64-bit indices.
 //
@@ -40,6 +41,22 @@ template <typename T, typename Index> void traversals(cudaStream_t s) {
   launchRunSum<T, Index>(csr, nullptr, 64, nullptr, true, s);
 }
 
+/// The TF32 tensor-core math (float only), explicitly and through the run-time choice.
+template <BOp Op, typename Tile, typename Index> void tensorCoreModes(cudaStream_t s) {
+  GemmProblem<float, Index> p;
+  launchSegmentedGemm<float, Op, Scatter::kStore, Tile, MathPath::kTensorTf32>(p, nullptr, 0, s);
+  launchSegmentedGemm<float, Op, Scatter::kAccumulate, Tile, MathPath::kTensorTf32>(p, nullptr, 0,
+                                                                                    s);
+  launchSegmentedGemm<float, Op, Scatter::kAccumulateIndexPerSegment, Tile, MathPath::kTensorTf32>(
+      p, nullptr, 0, s);
+  launchSegmentedGemm<float, Op, Scatter::kStore>(p, nullptr, 0, s, MathPath::kTensorTf32);
+  WeightGradProblem<float, Index> w;
+  launchSegmentedWeightGrad<float, Op, Assign::kStore>(w, 256, nullptr, 0, s,
+                                                       MathPath::kTensorTf32);
+  launchSegmentedWeightGrad<float, Op, Assign::kAdd, WgradTile<32, 32, 8, 2, 2>,
+                            MathPath::kTensorTf32>(w, 256, nullptr, 0, s);
+}
+
 template <typename T, typename Index> void everything(cudaStream_t s) {
   gemmModes<T, BOp::kIdentity, typename DefaultGemmTile<T>::type, Index>(s);
   gemmModes<T, BOp::kTranspose, typename DefaultGemmTile<T>::type, Index>(s);
@@ -48,6 +65,16 @@ template <typename T, typename Index> void everything(cudaStream_t s) {
   launchSegmentedWeightGrad<T, BOp::kIdentity, Assign::kStore, WgradTile<32, 32, 8, 2, 2>>(
       WeightGradProblem<T, Index>{}, 256, nullptr, 0, s);
   traversals<T, Index>(s);
+  if constexpr (std::is_same_v<T, float>) {
+    tensorCoreModes<BOp::kIdentity, typename DefaultGemmTile<T>::type, Index>(s);
+    tensorCoreModes<BOp::kTranspose, typename DefaultGemmTile<T>::type, Index>(s);
+    tensorCoreModes<BOp::kIdentity, GemmTile<32, 32, 8, 2, 2>, Index>(s);
+    tensorCoreModes<BOp::kTranspose, GemmTile<128, 64, 8, 8, 4>, Index>(s);
+  } else {
+    // double asks for TF32 and is computed in double.
+    launchSegmentedGemm<T, BOp::kIdentity, Scatter::kStore>(GemmProblem<T, Index>{}, nullptr, 0, s,
+                                                            MathPath::kTensorTf32);
+  }
 }
 
 } // namespace

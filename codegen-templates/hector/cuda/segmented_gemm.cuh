@@ -5,8 +5,10 @@
 // A's rows is fused into the shared-memory tile loads and the scatter /
 // accumulation of C's rows into the store. Accumulation is in T (FP32 for
 // float, FP64 for double). The math of one tile is a policy (`TileMath`)
-// selected by `MathPath`: the SIMT path is the default; tensor-core paths
-// specialise the policy.
+// selected by `MathPath`: SIMT FMAs (the default, every type), or, for float,
+// TF32 tensor cores (mma.sync m16n8k8, FP32 accumulation) on sm_80 and newer.
+// Both paths share the loads, the schedule and the epilogue; the weight
+// gradient uses the same policies on its [rows x K] and [rows x N] tiles.
 //
 // The weight-gradient form (dB_s = A_s^T dC_s) splits each segment's rows
 // into fixed-size chunks, writes one partial per chunk and reduces the
@@ -16,8 +18,9 @@
 #ifndef HECTOR_TEMPLATES_CUDA_SEGMENTED_GEMM_CUH
 #define HECTOR_TEMPLATES_CUDA_SEGMENTED_GEMM_CUH
 
-#include "hector/kernel_common.h"
+#include "hector/cuda/mma_layout.h"
 #include "hector/cuda/schedule.cuh"
+#include "hector/kernel_common.h"
 
 #include <cuda_runtime.h>
 
@@ -51,30 +54,28 @@ template <> struct DefaultGemmTile<double> { using type = GemmTile<64, 64, 8, 4,
 /// Which arithmetic computes a tile.
 enum class MathPath : int {
   kSimt = 0,       ///< CUDA cores, T accumulation (all types, all tiles)
-  kTensorTf32 = 1, ///< tensor cores (mma, TF32 inputs, FP32 accumulation); hook
-  kTensorBf16 = 2, ///< tensor cores (mma, BF16 inputs, FP32 accumulation); hook
+  kTensorTf32 = 1, ///< tensor cores: operands rounded to TF32, FP32 accumulation (float)
 };
 
-/// Shared-memory operand tiles of one K step: As is [BK][BM + 1] and Bs is
-/// [BK][BN + 1] (k-major; the padding keeps the k-fastest stores of the
-/// gathered A tile and of a transposed B tile free of bank conflicts).
-template <typename T, typename Tile> struct SmemTiles {
-  T As[Tile::BK][Tile::BM + 1];
-  T Bs[Tile::BK][Tile::BN + 1];
+/// Shared-memory operand tiles of one K step: As is [BK][BM + Pad] and Bs is
+/// [BK][BN + Pad] (k-major). The SIMT path pads by one, which keeps the
+/// k-fastest stores of the gathered A tile and of a transposed B tile free
+/// of bank conflicts; the tensor-core path pads by eight, which keeps its
+/// fragment loads (eight rows by four k per warp) free of them.
+template <typename T, typename Tile, int Pad> struct SmemTiles {
+  T As[Tile::BK][Tile::BM + Pad];
+  T Bs[Tile::BK][Tile::BN + Pad];
 };
 
-/// The math of one tile, as a policy: `Accum` holds a thread's share of the
-/// BM x BN accumulator; `step` consumes one K step from shared memory;
-/// `visit(acc, f)` calls f(m, n, value) for every output the thread owns.
-///
-/// Tensor-core paths go here: specialise `TileMath<float, Tile,
-/// MathPath::kTensorTf32>` (mma.sync m16n8k8 on TF32 fragments loaded from
-/// the same shared-memory tiles, FP32 accumulators in registers, `visit`
-/// mapping fragment registers to (m, n)). The loads, schedule and epilogue
-/// of the kernel do not change.
-template <typename T, typename Tile, MathPath Path> struct TileMath {
-  static_assert(Path == MathPath::kSimt,
-                "tensor-core math is not implemented yet: use MathPath::kSimt");
+/// The math of one tile, as a policy: `Smem` is its shared-memory tiles,
+/// `Accum` holds a thread's share of the BM x BN accumulator; `step`
+/// consumes one K step from shared memory; `visit(acc, f)` calls
+/// f(m, n, value) for every output the thread owns.
+template <typename T, typename Tile, MathPath Path> struct TileMath;
+
+/// SIMT: each thread owns TM x TN outputs and sums over k in increasing order.
+template <typename T, typename Tile> struct TileMath<T, Tile, MathPath::kSimt> {
+  using Smem = SmemTiles<T, Tile, 1>;
 
   struct Accum {
     T v[Tile::TM][Tile::TN];
@@ -88,7 +89,7 @@ template <typename T, typename Tile, MathPath Path> struct TileMath {
         acc.v[i][j] = T(0);
   }
 
-  __device__ __forceinline__ static void step(const SmemTiles<T, Tile> &s, Accum &acc) {
+  __device__ __forceinline__ static void step(const Smem &s, Accum &acc) {
     const int tx = threadIdx.x % Tile::kThreadCols, ty = threadIdx.x / Tile::kThreadCols;
 #pragma unroll
     for (int k = 0; k < Tile::BK; ++k) {
@@ -117,6 +118,101 @@ template <typename T, typename Tile, MathPath Path> struct TileMath {
   }
 };
 
+/// TF32 tensor cores (float only): the block's warps split the tile as
+/// mma::WarpTiling says; each K step is kSteps products of depth 8 per
+/// 16 x 8 piece, the operands rounded to TF32 (round to nearest, ties away,
+///) and accumulated in FP32 registers laid out as PTX's C
+/// fragment. Built for an architecture without mma.sync TF32 (before
+/// sm_80), the same fragments are computed with FP32 FMAs instead.
+template <typename Tile> struct TileMath<float, Tile, MathPath::kTensorTf32> {
+  using W = mma::WarpTiling<Tile>;
+  using Smem = SmemTiles<float, Tile, 8>;
+
+  struct Accum {
+    float v[W::kTilesM][W::kTilesN][mma::kCRegs];
+  };
+
+  __device__ __forceinline__ static void clear(Accum &acc) {
+#pragma unroll
+    for (int i = 0; i < W::kTilesM; ++i)
+#pragma unroll
+      for (int j = 0; j < W::kTilesN; ++j)
+#pragma unroll
+        for (int r = 0; r < mma::kCRegs; ++r)
+          acc.v[i][j][r] = 0.f;
+  }
+
+  __device__ __forceinline__ static void step(const Smem &s, Accum &acc) {
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+#pragma unroll
+    for (int kk = 0; kk < W::kSteps; ++kk) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+      std::uint32_t a[W::kTilesM][mma::kARegs], b[W::kTilesN][mma::kBRegs];
+#pragma unroll
+      for (int i = 0; i < W::kTilesM; ++i)
+#pragma unroll
+        for (int r = 0; r < mma::kARegs; ++r) {
+          const mma::Element e = W::aAt(warp, lane, i, r, kk);
+          a[i][r] = toTf32(s.As[e.row][e.col]);
+        }
+#pragma unroll
+      for (int j = 0; j < W::kTilesN; ++j)
+#pragma unroll
+        for (int r = 0; r < mma::kBRegs; ++r) {
+          const mma::Element e = W::bAt(warp, lane, j, r, kk);
+          b[j][r] = toTf32(s.Bs[e.row][e.col]);
+        }
+#pragma unroll
+      for (int i = 0; i < W::kTilesM; ++i)
+#pragma unroll
+        for (int j = 0; j < W::kTilesN; ++j) {
+          float *d = acc.v[i][j];
+          asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+                       "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                       : "r"(a[i][0]), "r"(a[i][1]), "r"(a[i][2]), "r"(a[i][3]), "r"(b[j][0]),
+                         "r"(b[j][1]));
+        }
+#else
+#pragma unroll
+      for (int i = 0; i < W::kTilesM; ++i)
+#pragma unroll
+        for (int j = 0; j < W::kTilesN; ++j)
+#pragma unroll
+          for (int r = 0; r < mma::kCRegs; ++r) {
+            const mma::Element out = W::cAt(warp, lane, i, j, r);
+            float sum = acc.v[i][j][r];
+#pragma unroll
+            for (int k = kk * mma::kK; k < (kk + 1) * mma::kK; ++k)
+              sum += s.As[k][out.row] * s.Bs[k][out.col];
+            acc.v[i][j][r] = sum;
+          }
+#endif
+    }
+  }
+
+  template <typename F> __device__ __forceinline__ static void visit(const Accum &acc, F &&f) {
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+#pragma unroll
+    for (int i = 0; i < W::kTilesM; ++i)
+#pragma unroll
+      for (int j = 0; j < W::kTilesN; ++j)
+#pragma unroll
+        for (int r = 0; r < mma::kCRegs; ++r) {
+          const mma::Element e = W::cAt(warp, lane, i, j, r);
+          f(e.row, e.col, acc.v[i][j][r]);
+        }
+  }
+
+private:
+  /// x rounded to TF32 (10 explicit mantissa bits), in a 32-bit register.
+  __device__ __forceinline__ static std::uint32_t toTf32(float x) {
+    std::uint32_t r;
+    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
+    return r;
+  }
+};
+
 //===----------------------------------------------------------------------===//
 // Forward kernel
 //===----------------------------------------------------------------------===//
@@ -130,7 +226,7 @@ __global__ void __launch_bounds__(Tile::kThreads)
                         std::int64_t onlySegment) {
   constexpr int BM = Tile::BM, BN = Tile::BN, BK = Tile::BK, NT = Tile::kThreads;
   using Math = TileMath<T, Tile, Path>;
-  __shared__ SmemTiles<T, Tile> smem;
+  __shared__ typename Math::Smem smem;
   __shared__ std::int64_t aOffset[BM]; // element offset of each tile row in A, -1 if none
   __shared__ std::int64_t cRow[BM];    // output row of each tile row
 
@@ -244,6 +340,21 @@ cudaError_t launchSegmentedGemm(const GemmProblem<T, Index> &p, void *workspace,
   return cudaGetLastError();
 }
 
+/// launchSegmentedGemm with the tile math chosen at run time: TF32 tensor
+/// cores when `path` asks for them and T is float; SIMT otherwise (TF32 is
+/// a float32 setting: double is always computed in double).
+template <typename T, BOp Op, Scatter Mode, typename Index>
+cudaError_t launchSegmentedGemm(const GemmProblem<T, Index> &p, void *workspace,
+                                std::size_t workspaceBytes, cudaStream_t stream, MathPath path) {
+  using Tile = typename DefaultGemmTile<T>::type;
+  if constexpr (std::is_same_v<T, float>)
+    if (path == MathPath::kTensorTf32)
+      return launchSegmentedGemm<T, Op, Mode, Tile, MathPath::kTensorTf32>(p, workspace,
+                                                                           workspaceBytes, stream);
+  return launchSegmentedGemm<T, Op, Mode, Tile, MathPath::kSimt>(p, workspace, workspaceBytes,
+                                                                 stream);
+}
+
 //===----------------------------------------------------------------------===//
 // Weight gradient (outer-product form)
 //===----------------------------------------------------------------------===//
@@ -270,16 +381,22 @@ inline std::int64_t defaultWgradChunkRows(std::int64_t numRows) {
   return rows < 256 ? 256 : ceilDiv<std::int64_t>(rows, 64) * 64;
 }
 
+/// The weight gradient's tile as a GEMM tile: outputs over K (as rows) and N,
+/// depth BR rows; the tile math is then the forward's (TileMath).
+template <typename Tile>
+using WgradGemmTile = GemmTile<Tile::BK, Tile::BN, Tile::BR, Tile::TK, Tile::TN>;
+
 /// One partial per (chunk, head, K tile, N tile): grid x = chunks (upper
 /// bound), y = K tiles x N tiles, z = heads. partials is [chunks, heads, K, N].
-template <typename T, typename Tile, typename Index>
+/// Each step stages BR rows: As[r][k] = A's gathered row, Bs[r][n] = dC's.
+template <typename T, typename Tile, MathPath Path, typename Index>
 __global__ void __launch_bounds__(Tile::kThreads)
     weightGradPartialKernel(WeightGradProblem<T, Index> p,
                             const std::int64_t *__restrict__ chunkStart, std::int64_t chunkRows,
                             T *__restrict__ partials) {
   constexpr int BK = Tile::BK, BN = Tile::BN, BR = Tile::BR, NT = Tile::kThreads;
-  __shared__ T As[BR][BK];
-  __shared__ T Gs[BR][BN];
+  using Math = TileMath<T, WgradGemmTile<Tile>, Path>;
+  __shared__ typename Math::Smem smem;
   const std::int64_t chunk = blockIdx.x;
   if (chunk >= chunkStart[p.numSegments])
     return;
@@ -290,15 +407,9 @@ __global__ void __launch_bounds__(Tile::kThreads)
   const std::int64_t K = p.K, N = p.N, head = blockIdx.z;
   const std::int64_t nTiles = ceilDiv<std::int64_t>(N, BN);
   const std::int64_t k0 = (blockIdx.y / nTiles) * BK, n0 = (blockIdx.y % nTiles) * BN;
-  const int tx = threadIdx.x % Tile::kThreadCols, ty = threadIdx.x / Tile::kThreadCols;
 
-  T acc[Tile::TK][Tile::TN];
-#pragma unroll
-  for (int i = 0; i < Tile::TK; ++i)
-#pragma unroll
-    for (int j = 0; j < Tile::TN; ++j)
-      acc[i][j] = T(0);
-
+  typename Math::Accum acc;
+  Math::clear(acc);
   for (std::int64_t r0 = begin; r0 < end; r0 += BR) {
     for (int i = threadIdx.x; i < BR * BK; i += NT) {
       const int r = i / BK, k = i % BK;
@@ -309,7 +420,7 @@ __global__ void __launch_bounds__(Tile::kThreads)
         const std::int64_t in = p.gatherA ? static_cast<std::int64_t>(p.gatherA[phys]) : phys;
         v = p.A[in * p.lda + head * K + k0 + k];
       }
-      As[r][k] = v;
+      smem.As[r][k] = v;
     }
     for (int i = threadIdx.x; i < BR * BN; i += NT) {
       const int r = i / BN, n = i % BN;
@@ -320,36 +431,19 @@ __global__ void __launch_bounds__(Tile::kThreads)
         const std::int64_t in = p.gatherC ? static_cast<std::int64_t>(p.gatherC[phys]) : phys;
         v = p.dC[in * p.ldc + head * N + n0 + n];
       }
-      Gs[r][n] = v;
+      smem.Bs[r][n] = v;
     }
     __syncthreads();
-#pragma unroll
-    for (int r = 0; r < BR; ++r) {
-      T a[Tile::TK], g[Tile::TN];
-#pragma unroll
-      for (int i = 0; i < Tile::TK; ++i)
-        a[i] = As[r][ty + i * Tile::kThreadRows];
-#pragma unroll
-      for (int j = 0; j < Tile::TN; ++j)
-        g[j] = Gs[r][tx + j * Tile::kThreadCols];
-#pragma unroll
-      for (int i = 0; i < Tile::TK; ++i)
-#pragma unroll
-        for (int j = 0; j < Tile::TN; ++j)
-          acc[i][j] += a[i] * g[j];
-    }
+    Math::step(smem, acc);
     __syncthreads();
   }
 
   T *__restrict__ out = partials + (chunk * p.heads + head) * K * N;
-#pragma unroll
-  for (int i = 0; i < Tile::TK; ++i)
-#pragma unroll
-    for (int j = 0; j < Tile::TN; ++j) {
-      const std::int64_t k = k0 + ty + i * Tile::kThreadRows, n = n0 + tx + j * Tile::kThreadCols;
-      if (k < K && n < N)
-        out[k * N + n] = acc[i][j];
-    }
+  Math::visit(acc, [&](int m, int n, T v) {
+    const std::int64_t k = k0 + m, col = n0 + n;
+    if (k < K && col < N)
+      out[k * N + col] = v;
+  });
 }
 
 /// dB_s[h] (=|+=) sum of the segment's partials in chunk order; an empty
@@ -387,11 +481,11 @@ std::size_t segmentedWeightGradWorkspaceBytes(const WeightGradProblem<T, Index> 
 /// Runs the weight gradient described by `p` (device pointers) on `stream`,
 /// cutting every segment into chunks of `chunkRows` rows (use
 /// `defaultWgradChunkRows(p.numRows)`); deterministic for a given chunkRows.
-template <typename T, BOp Op, Assign Mode,
-          typename Tile = typename DefaultWgradTile<T>::type, typename Index>
-cudaError_t launchSegmentedWeightGrad(const WeightGradProblem<T, Index> &p,
-                                      std::int64_t chunkRows, void *workspace,
-                                      std::size_t workspaceBytes, cudaStream_t stream) {
+template <typename T, BOp Op, Assign Mode, typename Tile = typename DefaultWgradTile<T>::type,
+          MathPath Path = MathPath::kSimt, typename Index>
+cudaError_t launchSegmentedWeightGrad(const WeightGradProblem<T, Index> &p, std::int64_t chunkRows,
+                                      void *workspace, std::size_t workspaceBytes,
+                                      cudaStream_t stream) {
   if (p.numSegments == 0 || p.K == 0 || p.N == 0 || p.heads == 0)
     return cudaSuccess;
   if (chunkRows <= 0 || workspaceBytes < segmentedWeightGradWorkspaceBytes(p, chunkRows))
@@ -408,7 +502,7 @@ cudaError_t launchSegmentedWeightGrad(const WeightGradProblem<T, Index> &p,
   if (p.numRows > 0) {
     const dim3 grid(static_cast<unsigned>(chunks), static_cast<unsigned>(tiles),
                     static_cast<unsigned>(p.heads));
-    weightGradPartialKernel<T, Tile, Index>
+    weightGradPartialKernel<T, Tile, Path, Index>
         <<<grid, Tile::kThreads, 0, stream>>>(p, chunkStart, chunkRows, partials);
     if ((err = cudaGetLastError()) != cudaSuccess)
       return err;
@@ -419,6 +513,21 @@ cudaError_t launchSegmentedWeightGrad(const WeightGradProblem<T, Index> &p,
       <<<static_cast<unsigned>(blocks < 65535 ? blocks : 65535), 256, 0, stream>>>(p, chunkStart,
                                                                                    partials);
   return cudaGetLastError();
+}
+
+/// launchSegmentedWeightGrad with the tile math chosen at run time, as for
+/// launchSegmentedGemm.
+template <typename T, BOp Op, Assign Mode, typename Index>
+cudaError_t launchSegmentedWeightGrad(const WeightGradProblem<T, Index> &p, std::int64_t chunkRows,
+                                      void *workspace, std::size_t workspaceBytes,
+                                      cudaStream_t stream, MathPath path) {
+  using Tile = typename DefaultWgradTile<T>::type;
+  if constexpr (std::is_same_v<T, float>)
+    if (path == MathPath::kTensorTf32)
+      return launchSegmentedWeightGrad<T, Op, Mode, Tile, MathPath::kTensorTf32>(
+          p, chunkRows, workspace, workspaceBytes, stream);
+  return launchSegmentedWeightGrad<T, Op, Mode, Tile, MathPath::kSimt>(p, chunkRows, workspace,
+                                                                       workspaceBytes, stream);
 }
 
 } // namespace gpu

@@ -95,6 +95,11 @@ inline void checkArgument(const at::Tensor &t, const std::string &what, at::Scal
                     ", got ", formatShape("", actual));
 }
 
+/// Whether a float32 call on CUDA may compute its GEMMs on TF32 tensor cores: PyTorch's own
+/// switch for matrix products (torch.backends.cuda.matmul.allow_tf32, or
+/// torch.set_float32_matmul_precision("high" or "medium")), read at every call.
+inline bool tf32Matmul() { return at::globalContext().allowTF32CuBLAS(); }
+
 /// True for the 16-bit floating-point dtypes (bfloat16, float16).
 inline bool isHalfPrecision(at::ScalarType t) { return t == at::kBFloat16 || t == at::kHalf; }
 

@@ -86,13 +86,15 @@ static void printLayerConstants(LayerPlan &plan, const std::string &op, bool cud
 }
 
 /// Prints the head of run<T, I>: the tensor options, the graph view and, for CUDA tensors, the
-/// device guard and the stream.
+/// device guard, the stream and whether float32 GEMMs may use TF32 tensor cores
+/// (`tensorCoresAllowed`, decided by forward).
 static void printRunPrologue(const std::string &op, bool cuda, bool sixteenBit,
                              llvm::raw_ostream &os) {
   os << "template <typename T, typename I>\n"
      << "std::vector<at::Tensor> run(const ::hector::Graph &graph, at::TensorList inputs, "
-        "at::TensorList weights, std::uint64_t needed) {\n"
+        "at::TensorList weights, std::uint64_t needed, bool tensorCoresAllowed) {\n"
      << "  (void)needed;\n"
+     << "  (void)tensorCoresAllowed;\n"
      << "  const at::Device device = graph.device();\n"
      << "  const bool onCuda = device.is_cuda();\n"
      << "  (void)onCuda;\n"
@@ -115,6 +117,8 @@ static void printRunPrologue(const std::string &op, bool cuda, bool sixteenBit,
        << "  if (onCuda)\n    guard.emplace(device);\n"
        << "  cudaStream_t stream = onCuda ? c10::cuda::getCurrentCUDAStream().stream() : "
           "nullptr;\n"
+       << "  const bool tensorCores = onCuda && std::is_same_v<T, float> && tensorCoresAllowed;\n"
+       << "  (void)tensorCores;\n"
        << "#endif\n";
 }
 
@@ -253,7 +257,7 @@ static void printLaunch(const Kernel &kernel, ArrayRef<std::string> ins, ArrayRe
        << "      at::Tensor workspace = at::empty({static_cast<std::int64_t>(bytes)}, "
           "opts.dtype(at::kByte));\n"
        << "      const cudaError_t error = cuda::" << kernel.name
-       << "<T, I>(g, in_, out_, aux_, workspace.data_ptr(), bytes, stream);\n"
+       << "<T, I>(g, in_, out_, aux_, workspace.data_ptr(), bytes, stream, tensorCores);\n"
        << "      ::hector::emit::checkLaunch(error == cudaSuccess ? nullptr : "
           "cudaGetErrorString(error), "
        << cppQuoted(kernel.name) << ");\n"
@@ -437,17 +441,18 @@ static void printDispatch(const LayerPlan &plan, const std::string &op, llvm::ra
     if (plan.sixteenBitStorage)
       os << indent << "if (dtype == at::kBFloat16)\n"
          << indent << "  return run<c10::BFloat16, " << index
-         << ">(graph, inputs, weights, mask);\n"
+         << ">(graph, inputs, weights, mask, tensorCores);\n"
          << indent << "if (dtype == at::kHalf)\n"
-         << indent << "  return run<c10::Half, " << index << ">(graph, inputs, weights, mask);\n";
+         << indent << "  return run<c10::Half, " << index
+         << ">(graph, inputs, weights, mask, tensorCores);\n";
   };
   os << "  const std::uint64_t mask = static_cast<std::uint64_t>(needed);\n"
      << "  if (graph.indexDtype() == at::kLong) {\n"
      << "#ifdef HECTOR_INDEX64\n";
   sixteenBit("std::int64_t", "    ");
   os << "    if (dtype == at::kDouble)\n"
-     << "      return run<double, std::int64_t>(graph, inputs, weights, mask);\n"
-     << "    return run<float, std::int64_t>(graph, inputs, weights, mask);\n"
+     << "      return run<double, std::int64_t>(graph, inputs, weights, mask, tensorCores);\n"
+     << "    return run<float, std::int64_t>(graph, inputs, weights, mask, tensorCores);\n"
      << "#else\n"
      << "    TORCH_CHECK_VALUE(false, "
      << cppQuoted(op + ".forward: the graph has 64-bit indices (2^31 nodes or edges or more, or "
@@ -458,8 +463,8 @@ static void printDispatch(const LayerPlan &plan, const std::string &op, llvm::ra
      << "  }\n";
   sixteenBit("std::int32_t", "  ");
   os << "  if (dtype == at::kDouble)\n"
-     << "    return run<double, std::int32_t>(graph, inputs, weights, mask);\n"
-     << "  return run<float, std::int32_t>(graph, inputs, weights, mask);\n}\n\n";
+     << "    return run<double, std::int32_t>(graph, inputs, weights, mask, tensorCores);\n"
+     << "  return run<float, std::int32_t>(graph, inputs, weights, mask, tensorCores);\n}\n\n";
 }
 
 /// Prints forward: validation, then dispatch on the element and index types (forwardAt). A call
@@ -471,7 +476,8 @@ static void printDispatch(const LayerPlan &plan, const std::string &op, llvm::ra
 /// the activations it saves for its backward stay float32.
 static void printForward(LayerPlan &plan, const std::string &op, bool cuda, llvm::raw_ostream &os) {
   os << "std::vector<at::Tensor> forwardAt(at::TensorList graphTensors, c10::IntArrayRef "
-        "graphSizes, at::TensorList inputs, at::TensorList weights, std::int64_t needed) {\n"
+        "graphSizes, at::TensorList inputs, at::TensorList weights, std::int64_t needed, bool "
+        "tensorCores) {\n"
      << "  const ::hector::Graph graph = ::hector::Graph::fromTensors(graphTensors.vec(), "
         "graphSizes.vec());\n";
   printCallChecks(plan, op, os);
@@ -494,7 +500,8 @@ static void printForward(LayerPlan &plan, const std::string &op, bool cuda, llvm
         "weights, "
      << cppQuoted(op) << ", " << nameList(plan.inputs) << ", " << nameList(plan.weights) << ");\n"
      << "  if (!half)\n"
-     << "    return forwardAt(graphTensors, graphSizes, inputs, weights, needed);\n";
+     << "    return forwardAt(graphTensors, graphSizes, inputs, weights, needed, "
+        "::hector::emit::tf32Matmul());\n";
   // A gradient takes the dtype of the tensor it is the gradient of (a float32 weight beside
   // 16-bit features keeps a float32 gradient); every other result the call's 16-bit dtype.
   auto dtypeOf = [&](OutputOp output) -> std::string {
@@ -519,12 +526,14 @@ static void printForward(LayerPlan &plan, const std::string &op, bool cuda, llvm
     os << "  if (!::hector::emit::anyOnCuda(inputs, weights)) {\n"
        << "    std::vector<at::Tensor> results = forwardAt(graphTensors, graphSizes, "
           "::hector::emit::toDtype(inputs, *half), ::hector::emit::toDtype(weights, *half), "
-          "needed);\n";
+          "needed, false);\n";
     printConversions("    ");
     os << "    return results;\n  }\n";
   }
+  // On CUDA, the float32 conversions of 16-bit tensors are exact in TF32 (8 and 11 significant
+  // bits against TF32's 11): the GEMMs run on tensor cores whatever allow_tf32 says.
   os << "  std::vector<at::Tensor> results = forwardAt(graphTensors, graphSizes, "
-        "::hector::emit::toFloat32(inputs), ::hector::emit::toFloat32(weights), needed);\n";
+        "::hector::emit::toFloat32(inputs), ::hector::emit::toFloat32(weights), needed, true);\n";
   printConversions("  ");
   os << "  return results;\n}\n\n";
 }

@@ -19,6 +19,11 @@ static const char *const kKernelParams =
     "const ::hector::emit::GraphView<I> &g, const T *const *in, T *const *out, "
     "const I *const *aux";
 
+/// The tile math a CUDA GEMM launcher asks for: TF32 tensor cores when its `tensorCores`
+/// argument allows them (the template computes double in double whatever it is asked).
+static const char *const kMathPath = "tensorCores ? ::hector::tmpl::gpu::MathPath::kTensorTf32 : "
+                                     "::hector::tmpl::gpu::MathPath::kSimt";
+
 /// What a kernel's function templates begin with.
 static const char *const kHead = "template <typename T, typename I> ";
 
@@ -108,7 +113,7 @@ static void printRowSumKernel(const Kernel &kernel, bool cuda, llvm::raw_ostream
        << ") {\n  (void)g;\n  (void)in;\n  (void)out;\n  (void)aux;\n"
        << "  return 0;\n}\n\n";
     os << kHead << "cudaError_t " << kernel.name << "(" << kKernelParams
-       << ", void *, std::size_t, cudaStream_t stream) {\n  (void)aux;\n"
+       << ", void *, std::size_t, cudaStream_t stream, bool) {\n  (void)aux;\n"
        << "  return ::hector::tmpl::gpu::launchRunSum<T, I>(" << args << ", stream);\n}\n\n";
   }
 }
@@ -129,11 +134,13 @@ static void printWeightGradKernel(const LayerPlan &plan, const Kernel &kernel, b
        << "  return ::hector::tmpl::gpu::segmentedWeightGradWorkspaceBytes(p, "
           "::hector::tmpl::gpu::defaultWgradChunkRows(p.numRows));\n}\n\n";
     os << kHead << "cudaError_t " << kernel.name << "(" << kKernelParams
-       << ", void *workspace, std::size_t workspaceBytes, cudaStream_t stream) {\n"
+       << ", void *workspace, std::size_t workspaceBytes, cudaStream_t stream, bool tensorCores) "
+          "{\n"
        << "  const auto p = " << problem << ";\n"
        << "  return ::hector::tmpl::gpu::launchSegmentedWeightGrad<" << modes
        << ">(p, ::hector::tmpl::gpu::defaultWgradChunkRows(p.numRows), workspace, "
-          "workspaceBytes, stream);\n}\n\n";
+          "workspaceBytes, stream, "
+       << kMathPath << ");\n}\n\n";
   }
 }
 
@@ -171,7 +178,7 @@ static LogicalResult printTraversalKernel(const Kernel &kernel, TraversalOp trav
        << ") {\n  (void)g;\n  (void)in;\n  (void)out;\n  (void)aux;\n"
        << "  return 0;\n}\n\n";
     os << kHead << "cudaError_t " << kernel.name << "(" << kKernelParams
-       << ", void *, std::size_t, cudaStream_t stream) {\n  (void)aux;\n";
+       << ", void *, std::size_t, cudaStream_t stream, bool) {\n  (void)aux;\n";
     printFunctorSetup(kernel, *functor, os);
     if (edge)
       os << "  return ::hector::tmpl::gpu::launchEdgeMap(" << edges << ", f, stream);\n}\n\n";
@@ -199,9 +206,10 @@ static void printGemmKernel(const Kernel &kernel, bool cuda, llvm::raw_ostream &
        << "  return ::hector::tmpl::gpu::segmentedGemmWorkspaceBytes<T, " << mode << ">(" << problem
        << ");\n}\n\n";
     os << kHead << "cudaError_t " << kernel.name << "(" << kKernelParams
-       << ", void *workspace, std::size_t workspaceBytes, cudaStream_t stream) {\n"
+       << ", void *workspace, std::size_t workspaceBytes, cudaStream_t stream, bool tensorCores) "
+          "{\n"
        << "  return ::hector::tmpl::gpu::launchSegmentedGemm<T, " << bop(c) << ", " << mode << ">("
-       << problem << ", workspace, workspaceBytes, stream);\n}\n\n";
+       << problem << ", workspace, workspaceBytes, stream, " << kMathPath << ");\n}\n\n";
   }
 }
 
@@ -236,7 +244,7 @@ void printCudaSignatures(LayerPlan &plan, bool instantiate, llvm::raw_ostream &o
         os << prefix << "std::size_t " << kernel.name << "_workspace" << args << "(" << params
            << ");\n"
            << prefix << "cudaError_t " << kernel.name << args << "(" << params
-           << ", void *, std::size_t, cudaStream_t);\n";
+           << ", void *, std::size_t, cudaStream_t, bool);\n";
   };
   if (!instantiate) {
     print("T", "I");

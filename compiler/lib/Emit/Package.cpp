@@ -220,14 +220,16 @@ LogicalResult writePackage(ModuleOp module, const EmitOptions &options,
     return failure();
 
   // The template headers the sources include, and the runtime's headers they include.
-  const char *headers[] = {
-      "hector/kernel_common.h",         "hector/cpu/amx.h",          "hector/cpu/parallel.h",
-      "hector/cpu/segmented_gemm.h",    "hector/cpu/traversal.h",    "hector/cuda/schedule.cuh",
-      "hector/cuda/segmented_gemm.cuh", "hector/cuda/traversal.cuh", "hector/emit/glue.h",
-      "hector/emit/graph_schema.h",     "hector/emit/graph_view.h",  "hector/emit/node_traversal.h",
-      "hector/emit/node_traversal.cuh"};
+  const char *headers[] = {"hector/kernel_common.h",       "hector/cpu/amx.h",
+                           "hector/cpu/parallel.h",        "hector/cpu/segmented_gemm.h",
+                           "hector/cpu/traversal.h",       "hector/cuda/mma_layout.h",
+                           "hector/cuda/schedule.cuh",     "hector/cuda/segmented_gemm.cuh",
+                           "hector/cuda/traversal.cuh",    "hector/emit/glue.h",
+                           "hector/emit/graph_schema.h",   "hector/emit/graph_view.h",
+                           "hector/emit/node_traversal.h", "hector/emit/node_traversal.cuh"};
   for (const char *header : headers) {
-    bool isCuda = llvm::StringRef(header).ends_with(".cuh");
+    llvm::StringRef path(header);
+    bool isCuda = path.starts_with("hector/cuda/");
     if (isCuda && !options.cuda)
       continue;
     if (failed(copyFile(module, join(templatesDir, header), join(join(dir, "include"), header))))
