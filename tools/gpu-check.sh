@@ -72,7 +72,7 @@ step configure 120 cmake -G Ninja -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Rele
   -DHECTOR_NLOHMANN_INCLUDE="$root/gpu-packages/include" || exit 1
 # The template check compiles (one nvcc, about a minute) while the runtime builds.
 timeout 240 "$CUDACXX" -std=c++17 -O2 -arch=sm_90 -Xcompiler -fopenmp -I"$root/codegen-templates" \
-  "$root/test/templates/cuda_check.cu" -o "$build/cuda_check" >"$out/template-compile.log" 2>&1 &
+  "$root/test/templates/cuda_check.cu" -lcublas -o "$build/cuda_check" >"$out/template-compile.log" 2>&1 &
 template_compile=$!
 step build-runtime 240 cmake --build "$build" -j "$(nproc)" || exit 1
 export HECTOR_BUILD_DIR=$build

@@ -8,7 +8,10 @@
 // check: name, max relative error, PASS/FAIL. Exit status 0 when all pass.
 //
 //   nvcc -std=c++17 -O2 -arch=sm_90 -Icodegen-templates -Xcompiler -fopenmp
-//        test/templates/cuda_check.cu -o cuda_check && ./cuda_check
+//        test/templates/cuda_check.cu -lcublas -o cuda_check && ./cuda_check
+//
+// Then it times the segmented GEMM (SIMT, and TF32 tensor cores for float) beside cuBLAS at the
+// same shape, for information.
 //
 //===----------------------------------------------------------------------===//
 #include "functors.h"
@@ -19,6 +22,8 @@
 #include "hector/emit/node_traversal.cuh"
 #include "hector/emit/node_traversal.h"
 #include "test_util.h"
+
+#include <cublas_v2.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -410,12 +415,34 @@ template <typename T> void checkTraversals(std::mt19937_64 &rng) {
 // Timing (informational)
 //===----------------------------------------------------------------------===//
 
+/// Milliseconds per call of `launch` (a warm-up, then the mean of 20 calls on the stream).
+template <typename F> float millisecondsPerCall(F &&launch) {
+  checkCuda(launch(), "warm-up");
+  cudaEvent_t start, stop;
+  cudaEventCreate(&start);
+  cudaEventCreate(&stop);
+  cudaEventRecord(start);
+  for (int i = 0; i < 20; ++i)
+    launch();
+  cudaEventRecord(stop);
+  checkCuda(cudaEventSynchronize(stop), "timing");
+  checkCuda(cudaGetLastError(), "timed launches");
+  float ms = 0;
+  cudaEventElapsedTime(&ms, start, stop);
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  return ms / 20;
+}
+
+/// The segmented GEMM at a realistic shape (50 segments of 20,000 rows, 64 x 64), with A's rows
+/// gathered and without, beside cuBLAS on the same ungathered shape (a strided batch of the 50
+/// products) in the same arithmetic: FP32 or FP64 for SIMT, TF32 tensor cores for kTensorTf32.
 template <typename T, gpu::MathPath Path = gpu::MathPath::kSimt>
-void timeGemm(std::mt19937_64 &rng) {
+void timeGemm(std::mt19937_64 &rng, cublasHandle_t handle) {
   const I64 S = 50, per = 20000, K = 64, N = 64, rows = S * per;
   std::vector<I64> sizes(S, per);
   const auto off = offsetsFromSizes(sizes);
-  auto A = randomVector<T>(100000 * K, rng);
+  auto A = randomVector<T>(rows * K, rng);
   auto B = randomVector<T>(S * K * N, rng);
   auto gidx = randomIndex(rows, 100000, rng);
   DeviceBuffer<I64> dOff(off), dG(gidx);
@@ -435,25 +462,36 @@ void timeGemm(std::mt19937_64 &rng) {
   d.ldc = N;
   const std::size_t bytes = gpu::segmentedGemmWorkspaceBytes<T, Scatter::kStore>(d);
   DeviceBuffer<char> ws(bytes);
-  cudaEvent_t start, stop;
-  cudaEventCreate(&start);
-  cudaEventCreate(&stop);
-  checkCuda(
-      gpu::launchSegmentedGemm<T, BOp::kIdentity, Scatter::kStore>(d, ws.ptr, bytes, nullptr, Path),
-      "warm-up");
-  cudaEventRecord(start);
-  for (int i = 0; i < 20; ++i)
-    gpu::launchSegmentedGemm<T, BOp::kIdentity, Scatter::kStore>(d, ws.ptr, bytes, nullptr, Path);
-  cudaEventRecord(stop);
-  checkCuda(cudaEventSynchronize(stop), "timing");
-  float ms = 0;
-  cudaEventElapsedTime(&ms, start, stop);
-  ms /= 20;
-  std::printf("timing: gemm%s %s gather, %lld rows x 64 x 64, 50 segments: %.3f ms, %.1f GFLOP/s\n",
-              pathName(Path), typeName<T>(), static_cast<long long>(rows), ms,
-              2.0 * rows * K * N / ms / 1e6);
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
+  auto ours = [&] {
+    return gpu::launchSegmentedGemm<T, BOp::kIdentity, Scatter::kStore>(d, ws.ptr, bytes, nullptr,
+                                                                        Path);
+  };
+  const double flop = 2.0 * rows * K * N;
+  const float gathered = millisecondsPerCall(ours);
+  d.gather = nullptr;
+  const float dense = millisecondsPerCall(ours);
+  // Row-major C_s = A_s B_s is column-major C_s^T = B_s^T A_s^T.
+  const cudaDataType type = sizeof(T) == 4 ? CUDA_R_32F : CUDA_R_64F;
+  const cublasComputeType_t compute = sizeof(T) == 8 ? CUBLAS_COMPUTE_64F
+                                      : Path == gpu::MathPath::kTensorTf32
+                                          ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                          : CUBLAS_COMPUTE_32F;
+  const T one = 1, zero = 0;
+  auto cublas = [&] {
+    const cublasStatus_t st = cublasGemmStridedBatchedEx(
+        handle, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(per),
+        static_cast<int>(K), &one, dB.ptr, type, static_cast<int>(N), K * N, dA.ptr, type,
+        static_cast<int>(K), per * K, &zero, dC.ptr, type, static_cast<int>(N), per * N,
+        static_cast<int>(S), compute, CUBLAS_GEMM_DEFAULT);
+    return st == CUBLAS_STATUS_SUCCESS ? cudaSuccess : cudaErrorUnknown;
+  };
+  const float reference = millisecondsPerCall(cublas);
+  std::printf("timing: gemm%s %s, %lld rows x 64 x 64, 50 segments: gathered %.3f ms (%.1f "
+              "GFLOP/s), ungathered %.3f ms (%.1f GFLOP/s); cuBLAS strided batch %.3f ms (%.1f "
+              "GFLOP/s); ours/cuBLAS %.2f gathered, %.2f ungathered\n",
+              pathName(Path), typeName<T>(), static_cast<long long>(rows), gathered,
+              flop / gathered / 1e6, dense, flop / dense / 1e6, reference, flop / reference / 1e6,
+              reference / gathered, reference / dense);
 }
 
 template <typename T> void runAll(std::mt19937_64 &rng) {
@@ -482,9 +520,15 @@ template <typename T> void runAll(std::mt19937_64 &rng) {
                                                                              rng);
   }
   checkTraversals<T>(rng);
-  timeGemm<T>(rng);
+  cublasHandle_t handle;
+  if (cublasCreate(&handle) != CUBLAS_STATUS_SUCCESS) {
+    std::printf("cublasCreate failed\n");
+    std::exit(2);
+  }
+  timeGemm<T>(rng, handle);
   if constexpr (std::is_same_v<T, float>)
-    timeGemm<T, gpu::MathPath::kTensorTf32>(rng);
+    timeGemm<T, gpu::MathPath::kTensorTf32>(rng, handle);
+  cublasDestroy(handle);
 }
 
 } // namespace
