@@ -120,9 +120,8 @@ template <typename T, typename Tile> struct TileMath<T, Tile, MathPath::kSimt> {
 
 /// TF32 tensor cores (float only): the block's warps split the tile as
 /// mma::WarpTiling says; each K step is kSteps products of depth 8 per
-/// 16 x 8 piece, the operands rounded to TF32 (round to nearest, ties away,
-///) and accumulated in FP32 registers laid out as PTX's C
-/// fragment. Built for an architecture without mma.sync TF32 (before
+/// 16 x 8 piece, the operands rounded to TF32 (to nearest, ties away from
+/// zero) and accumulated in FP32 registers laid out as PTX's C fragment. Built for an architecture without mma.sync TF32 (before
 /// sm_80), the same fragments are computed with FP32 FMAs instead.
 template <typename Tile> struct TileMath<float, Tile, MathPath::kTensorTf32> {
   using W = mma::WarpTiling<Tile>;
