@@ -103,6 +103,17 @@ template <typename T> std::vector<T> magnitudes(std::vector<T> v) {
   return v;
 }
 
+/// Reports a GEMM or weight-gradient result of `rows` rows: SIMT results against the CPU
+/// template's tolerance, TF32 ones against their rounding bound (`bound`, see tf32ErrorRatio).
+template <typename T>
+void reportProduct(const char *name, gpu::MathPath path, const std::vector<T> &got,
+                   const std::vector<T> &want, const std::vector<T> &bound, I64 rows) {
+  if (path == gpu::MathPath::kSimt)
+    report(name, maxRelError(got, want), tolerance<T>() * (1 + rows / 64.0));
+  else
+    report(std::string(name) + " (error/bound)", tf32ErrorRatio(got, want, bound), 1.0);
+}
+
 const char *pathName(gpu::MathPath path) {
   return path == gpu::MathPath::kTensorTf32 ? " tf32" : "";
 }
@@ -187,10 +198,7 @@ void checkGemm(const std::vector<I64> &sizes, I64 K, I64 N, I64 heads, std::mt19
                 pathName(Path), typeName<T>(), static_cast<int>(Op), static_cast<int>(Mode),
                 tileName, static_cast<long long>(K), static_cast<long long>(N),
                 static_cast<long long>(heads));
-  if (Path == gpu::MathPath::kSimt)
-    report(name, maxRelError(got, want), tolerance<T>() * (1 + rows / 64.0));
-  else
-    report(std::string(name) + " (error/bound)", tf32ErrorRatio(got, want, bound), 1.0);
+  reportProduct(name, Path, got, want, bound, rows);
 
   if (Mode == Scatter::kAccumulateIndexPerSegment) { // bitwise reproducible
     DeviceBuffer<T> dC2(C);
@@ -277,10 +285,7 @@ void checkWeightGrad(const std::vector<I64> &sizes, I64 K, I64 N, I64 heads, I64
                 pathName(Path), typeName<T>(), static_cast<int>(Op), static_cast<int>(Mode),
                 static_cast<long long>(K), static_cast<long long>(N), static_cast<long long>(heads),
                 static_cast<long long>(chunkRows));
-  if (Path == gpu::MathPath::kSimt)
-    report(name, maxRelError(got, want), tolerance<T>() * (1 + rows / 64.0));
-  else
-    report(std::string(name) + " (error/bound)", tf32ErrorRatio(got, want, bound), 1.0);
+  reportProduct(name, Path, got, want, bound, rows);
   reportExact(std::string(name) + " rerun",
               std::memcmp(got.data(), again.data(), got.size() * sizeof(T)) == 0);
 }
