@@ -144,8 +144,20 @@ def main():
     # "tf32": float32 with torch.backends.cuda.matmul.allow_tf32 set for the CUDA call, whose
     # GEMMs then round their operands to TF32 (11 significant bits, 2^-11 relative): 16 times
     # that, of the largest output, against the float32 CPU result.
-    tol = {"float64": 1e-10, "float32": 1e-5, "tf32": 16 * 2.0 ** -11}
-    dtypes = {"float64": torch.float64, "float32": torch.float32, "tf32": torch.float32}
+    # "bfloat16", "float16": the CUDA call against the CPU call in the same 16-bit dtype, both
+    # in the layer's storage (16-bit rows with float sums for a layer in 16-bit storage, whose
+    # CUDA GEMMs run on 16-bit tensor cores; float32 conversions otherwise). Each is within
+    # 2^-7 (bfloat16) or 2^-10 (float16) of its largest magnitude from the exact result
+    # (test_precision.py's bound), so the two differ by at most twice that; gradients, which
+    # round more intermediates, by twice that again.
+    tol = {"float64": 1e-10, "float32": 1e-5, "tf32": 16 * 2.0 ** -11,
+           "bfloat16": 2.0 ** -6, "float16": 2.0 ** -9}
+    grad_tol = {mode: (2 if mode in ("bfloat16", "float16") else 10) * t
+                for mode, t in tol.items()}
+    dtypes = {"float64": torch.float64, "float32": torch.float32, "tf32": torch.float32,
+              "bfloat16": torch.bfloat16, "float16": torch.float16}
+    modes = (("float64", "float32", "tf32", "bfloat16", "float16") if cuda
+             else ("float64", "float32", "bfloat16", "float16"))
     checked = []   # (package, layer name, module class, whether to run on the real graphs)
     for name, lib in sorted(libs.items()):
         if name.startswith("check-"):
@@ -156,7 +168,7 @@ def main():
     for package, name, Layer, real in checked:
         for variant, (gname, g) in ((v, gg) for v in Layer.variants() for gg in graphs(real)):
             # Every optimisation variant the library carries, on CPU and CUDA alike.
-            for mode in ("float64", "float32", "tf32") if cuda else ("float64", "float32"):
+            for mode in modes:
                 dtype = dtypes[mode]
                 torch.manual_seed(0)
                 layer = Layer(num_relations=g.num_relations, num_ntypes=g.num_ntypes, dtype=dtype)
@@ -190,6 +202,7 @@ def main():
                     def rel(a, b):
                         if not b.numel():
                             return 0.0
+                        a, b = a.double(), b.double()
                         return ((a - b).abs().max() / b.abs().max().clamp_min(1e-30)).item()
 
                     err = max(rel(a, b.detach()) for a, b in zip(out, cpu))
@@ -197,7 +210,7 @@ def main():
                                 if b is not None and b.numel()), default=0.0)
                     entry["cuda_vs_cpu_rel_err"] = err
                     entry["cuda_vs_cpu_grad_rel_err"] = gerr
-                    entry["ok"] = (bool(err < tol[mode]) and bool(gerr < 10 * tol[mode])
+                    entry["ok"] = (bool(err < tol[mode]) and bool(gerr < grad_tol[mode])
                                    and all(bool(torch.isfinite(o).all()) for o in out))
                 else:
                     entry["ok"] = all(bool(torch.isfinite(o).all()) for o in cpu) and all(
@@ -312,6 +325,13 @@ def bench(name, Layer, repeat, cuda):
             entry["ours_tf32_ms"] = timed(layer, *ours_args)[0] * 1e3
         finally:
             torch.backends.cuda.matmul.allow_tf32 = False
+        # bfloat16 weights and features (16-bit storage for RGCN: tensor-core GEMMs on 16-bit
+        # rows; float32 conversions for the softmax layers).
+        layer.to(torch.bfloat16)
+        half_args = [a.to(torch.bfloat16) if torch.is_tensor(a) and a.is_floating_point() else a
+                     for a in ours_args]
+        entry["ours_bf16_ms"] = timed(layer, *half_args)[0] * 1e3
+        layer.to(torch.float32)
     pyg_t, pyg_m = timed(pyg, *pyg_args)
     entry.update(pyg_ms=pyg_t * 1e3, pyg_peak_bytes=pyg_m, speedup=pyg_t / ours_t,
                  memory_ratio=(pyg_m / ours_m) if ours_m else None)

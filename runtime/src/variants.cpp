@@ -140,8 +140,8 @@ double returnedElements(const LayerManifest &m, const std::vector<double> &terms
 
 double estimatePeakBytes(const LayerManifest &m, const Graph &graph, bool training,
                          int64_t elementBytes) {
-  // A 16-bit call of a layer not in 16-bit storage (or on CUDA) computes on float32 conversions.
-  if (elementBytes == 2 && (!m.sixteenBitStorage || graph.device().is_cuda()))
+  // A 16-bit call of a layer not in 16-bit storage computes on float32 conversions.
+  if (elementBytes == 2 && !m.sixteenBitStorage)
     elementBytes = 4;
   const std::vector<double> terms = termsOf(graph);
   GraphStructureMask structures = m.structures;

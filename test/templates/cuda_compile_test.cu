@@ -2,11 +2,13 @@
 //
 // Compiled (never run) for sm_80 and sm_90: every launch helper for float and
 // double, every scatter mode and layout, two tile configurations each, the
-// TF32 tensor-core math for float on four tile configurations, and
-// the traversal kernels with the functor shapes emitted code uses, for 32-
-// and 64-bit indices.
+// TF32 tensor-core math for float on four tile configurations, the 16-bit
+// tensor-core math (and the SIMT math) for bfloat16 and float16, and the
+// traversal kernels with the functor shapes emitted code uses, for 32- and
+// 64-bit indices.
 //
 //===----------------------------------------------------------------------===//
+#include "cuda_sixteen.h"
 #include "functors.h"
 #include "hector/cuda/segmented_gemm.cuh"
 #include "hector/cuda/traversal.cuh"
@@ -57,6 +59,33 @@ template <BOp Op, typename Tile, typename Index> void tensorCoreModes(cudaStream
                             MathPath::kTensorTf32>(w, 256, nullptr, 0, s);
 }
 
+/// The 16-bit tensor-core math (bfloat16, float16): explicitly on three tiles, through the
+/// run-time choice whatever it asks for, and the SIMT math on 16-bit tiles; the run sum.
+template <typename T, typename Index> void sixteenBit(cudaStream_t s) {
+  GemmProblem<T, Index> p;
+  using Tile = typename DefaultGemmTile<T>::type;
+  launchSegmentedGemm<T, BOp::kIdentity, Scatter::kStore, Tile, MathPath::kTensor16>(p, nullptr, 0,
+                                                                                     s);
+  launchSegmentedGemm<T, BOp::kTranspose, Scatter::kAccumulate, Tile, MathPath::kTensor16>(
+      p, nullptr, 0, s);
+  launchSegmentedGemm<T, BOp::kIdentity, Scatter::kAccumulateIndexPerSegment,
+                      GemmTile<32, 32, 16, 2, 2>, MathPath::kTensor16>(p, nullptr, 0, s);
+  launchSegmentedGemm<T, BOp::kTranspose, Scatter::kStore, GemmTile<128, 64, 16, 8, 4>,
+                      MathPath::kTensor16>(p, nullptr, 0, s);
+  launchSegmentedGemm<T, BOp::kIdentity, Scatter::kStore, Tile, MathPath::kSimt>(p, nullptr, 0, s);
+  launchSegmentedGemm<T, BOp::kIdentity, Scatter::kAccumulate>(p, nullptr, 0, s, MathPath::kSimt);
+  launchSegmentedGemm<T, BOp::kTranspose, Scatter::kAccumulateIndexPerSegment>(
+      p, nullptr, 0, s, MathPath::kTensorTf32);
+  WeightGradProblem<T, Index> w;
+  launchSegmentedWeightGrad<T, BOp::kIdentity, Assign::kStore>(w, 256, nullptr, 0, s,
+                                                               MathPath::kSimt);
+  launchSegmentedWeightGrad<T, BOp::kTranspose, Assign::kAdd>(w, 256, nullptr, 0, s,
+                                                              MathPath::kTensor16);
+  launchSegmentedWeightGrad<T, BOp::kIdentity, Assign::kAdd, WgradTile<32, 32, 16, 2, 2>,
+                            MathPath::kTensor16>(w, 256, nullptr, 0, s);
+  launchRunSum<T, Index>(Csr<Index>{}, nullptr, 64, nullptr, false, s);
+}
+
 template <typename T, typename Index> void everything(cudaStream_t s) {
   gemmModes<T, BOp::kIdentity, typename DefaultGemmTile<T>::type, Index>(s);
   gemmModes<T, BOp::kTranspose, typename DefaultGemmTile<T>::type, Index>(s);
@@ -85,6 +114,9 @@ void instantiateAllTemplates(cudaStream_t s) {
   everything<double, std::int64_t>(s);
   everything<float, std::int32_t>(s);
   everything<double, std::int32_t>(s);
+  sixteenBit<testing::DevBf16, std::int32_t>(s);
+  sixteenBit<testing::DevHalf, std::int32_t>(s);
+  sixteenBit<testing::DevBf16, std::int64_t>(s);
 }
 
 } // namespace gpu

@@ -3,12 +3,15 @@
 // The GEMM template on the GPU. One launch covers every segment: blocks are
 // mapped to (segment, row tile) on the device (schedule.cuh), the gather of
 // A's rows is fused into the shared-memory tile loads and the scatter /
-// accumulation of C's rows into the store. Accumulation is in T (FP32 for
-// float, FP64 for double). The math of one tile is a policy (`TileMath`)
-// selected by `MathPath`: SIMT FMAs (the default, every type), or, for float,
-// TF32 tensor cores (mma.sync m16n8k8, FP32 accumulation) on sm_80 and newer.
-// Both paths share the loads, the schedule and the epilogue; the weight
-// gradient uses the same policies on its [rows x K] and [rows x N] tiles.
+// accumulation of C's rows into the store. Accumulation is in AccumType<T>:
+// FP32 for float and for the 16-bit types (bfloat16, float16), FP64 for
+// double; a 16-bit result is rounded to T once, in the store. The math of one
+// tile is a policy (`TileMath`) selected by `MathPath`: SIMT FMAs (every
+// type), TF32 tensor cores for float (mma.sync m16n8k8), or 16-bit tensor
+// cores for bfloat16 and float16 (mma.sync m16n8k16), both with FP32
+// accumulation, on sm_80 and newer. The paths share the loads, the schedule
+// and the epilogue; the weight gradient uses the same policies on its
+// [rows x K] and [rows x N] tiles.
 //
 // The weight-gradient form (dB_s = A_s^T dC_s) splits each segment's rows
 // into fixed-size chunks, writes one partial per chunk and reduces the
@@ -26,6 +29,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <limits>
+#include <type_traits>
 
 namespace hector {
 namespace tmpl {
@@ -46,15 +52,31 @@ template <int BM_, int BN_, int BK_, int TM_, int TN_> struct GemmTile {
   static_assert(kThreads % 32 == 0 && kThreads <= 1024, "whole warps, at most 1024 threads");
 };
 
-/// Default tiles: 64 x 64 outputs, 256 threads, 4 x 4 per thread.
-template <typename T> struct DefaultGemmTile;
+/// Whether T is a 16-bit floating type stored as its bits (c10::BFloat16, c10::Half): a
+/// trivially copyable class of 2 bytes that converts to and from float, whose
+/// std::numeric_limits say which format it is: 8 significant bits (bfloat16) or 11 (float16).
+template <typename T> constexpr bool isSixteenBitFloat() {
+  if constexpr (std::is_class_v<T> && sizeof(T) == 2 && std::is_trivially_copyable_v<T> &&
+                std::numeric_limits<T>::is_specialized)
+    return std::numeric_limits<T>::digits == 8 || std::numeric_limits<T>::digits == 11;
+  else
+    return false;
+}
+
+/// Default tiles: 64 x 64 outputs, 256 threads, 4 x 4 per thread; 32 deep for the 16-bit
+/// types (two tensor-core steps of 16 per shared-memory stage).
+template <typename T> struct DefaultGemmTile {
+  static_assert(isSixteenBitFloat<T>(), "the GEMM takes float, double, bfloat16 or float16");
+  using type = GemmTile<64, 64, 32, 4, 4>;
+};
 template <> struct DefaultGemmTile<float> { using type = GemmTile<64, 64, 16, 4, 4>; };
 template <> struct DefaultGemmTile<double> { using type = GemmTile<64, 64, 8, 4, 4>; };
 
 /// Which arithmetic computes a tile.
 enum class MathPath : int {
-  kSimt = 0,       ///< CUDA cores, T accumulation (all types, all tiles)
+  kSimt = 0,       ///< CUDA cores, AccumType<T> accumulation (all types, all tiles)
   kTensorTf32 = 1, ///< tensor cores: operands rounded to TF32, FP32 accumulation (float)
+  kTensor16 = 2,   ///< tensor cores on bfloat16 or float16 operands, FP32 accumulation
 };
 
 /// Shared-memory operand tiles of one K step: As is [BK][BM + Pad] and Bs is
@@ -73,12 +95,14 @@ template <typename T, typename Tile, int Pad> struct SmemTiles {
 /// f(m, n, value) for every output the thread owns.
 template <typename T, typename Tile, MathPath Path> struct TileMath;
 
-/// SIMT: each thread owns TM x TN outputs and sums over k in increasing order.
+/// SIMT: each thread owns TM x TN outputs and sums over k in increasing order, in
+/// AccumType<T> (16-bit operands are widened to float as they leave shared memory).
 template <typename T, typename Tile> struct TileMath<T, Tile, MathPath::kSimt> {
+  using A = AccumType<T>;
   using Smem = SmemTiles<T, Tile, 1>;
 
   struct Accum {
-    T v[Tile::TM][Tile::TN];
+    A v[Tile::TM][Tile::TN];
   };
 
   __device__ __forceinline__ static void clear(Accum &acc) {
@@ -86,20 +110,20 @@ template <typename T, typename Tile> struct TileMath<T, Tile, MathPath::kSimt> {
     for (int i = 0; i < Tile::TM; ++i)
 #pragma unroll
       for (int j = 0; j < Tile::TN; ++j)
-        acc.v[i][j] = T(0);
+        acc.v[i][j] = A(0);
   }
 
   __device__ __forceinline__ static void step(const Smem &s, Accum &acc) {
     const int tx = threadIdx.x % Tile::kThreadCols, ty = threadIdx.x / Tile::kThreadCols;
 #pragma unroll
     for (int k = 0; k < Tile::BK; ++k) {
-      T a[Tile::TM], b[Tile::TN];
+      A a[Tile::TM], b[Tile::TN];
 #pragma unroll
       for (int i = 0; i < Tile::TM; ++i)
-        a[i] = s.As[k][ty + i * Tile::kThreadRows];
+        a[i] = static_cast<A>(s.As[k][ty + i * Tile::kThreadRows]);
 #pragma unroll
       for (int j = 0; j < Tile::TN; ++j)
-        b[j] = s.Bs[k][tx + j * Tile::kThreadCols];
+        b[j] = static_cast<A>(s.Bs[k][tx + j * Tile::kThreadCols]);
 #pragma unroll
       for (int i = 0; i < Tile::TM; ++i)
 #pragma unroll
@@ -121,10 +145,13 @@ template <typename T, typename Tile> struct TileMath<T, Tile, MathPath::kSimt> {
 /// TF32 tensor cores (float only): the block's warps split the tile as
 /// mma::WarpTiling says; each K step is kSteps products of depth 8 per
 /// 16 x 8 piece, the operands rounded to TF32 (to nearest, ties away from
-/// zero) and accumulated in FP32 registers laid out as PTX's C fragment. Built for an architecture without mma.sync TF32 (before
-/// sm_80), the same fragments are computed with FP32 FMAs instead.
+/// zero) and accumulated in FP32 registers laid out as PTX's C fragment.
+/// Built for an architecture without mma.sync TF32 (before sm_80), the same
+/// fragments are computed with FP32 FMAs instead.
 template <typename Tile> struct TileMath<float, Tile, MathPath::kTensorTf32> {
-  using W = mma::WarpTiling<Tile>;
+  using A = float;
+  using W = mma::WarpTiling<Tile, mma::Tf32>;
+  using F = mma::Tf32;
   using Smem = SmemTiles<float, Tile, 8>;
 
   struct Accum {
@@ -146,18 +173,18 @@ template <typename Tile> struct TileMath<float, Tile, MathPath::kTensorTf32> {
 #pragma unroll
     for (int kk = 0; kk < W::kSteps; ++kk) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-      std::uint32_t a[W::kTilesM][mma::kARegs], b[W::kTilesN][mma::kBRegs];
+      std::uint32_t a[W::kTilesM][F::kARegs], b[W::kTilesN][F::kBRegs];
 #pragma unroll
       for (int i = 0; i < W::kTilesM; ++i)
 #pragma unroll
-        for (int r = 0; r < mma::kARegs; ++r) {
+        for (int r = 0; r < F::kARegs; ++r) {
           const mma::Element e = W::aAt(warp, lane, i, r, kk);
           a[i][r] = toTf32(s.As[e.row][e.col]);
         }
 #pragma unroll
       for (int j = 0; j < W::kTilesN; ++j)
 #pragma unroll
-        for (int r = 0; r < mma::kBRegs; ++r) {
+        for (int r = 0; r < F::kBRegs; ++r) {
           const mma::Element e = W::bAt(warp, lane, j, r, kk);
           b[j][r] = toTf32(s.Bs[e.row][e.col]);
         }
@@ -182,7 +209,7 @@ template <typename Tile> struct TileMath<float, Tile, MathPath::kTensorTf32> {
             const mma::Element out = W::cAt(warp, lane, i, j, r);
             float sum = acc.v[i][j][r];
 #pragma unroll
-            for (int k = kk * mma::kK; k < (kk + 1) * mma::kK; ++k)
+            for (int k = kk * F::kK; k < (kk + 1) * F::kK; ++k)
               sum += s.As[k][out.row] * s.Bs[k][out.col];
             acc.v[i][j][r] = sum;
           }
@@ -209,6 +236,119 @@ private:
     std::uint32_t r;
     asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
     return r;
+  }
+};
+
+/// 16-bit tensor cores (bfloat16 or float16, as isSixteenBitFloat<T> says):
+/// the warps split the tile as for TF32; each K step is kSteps products of
+/// depth 16 per 16 x 8 piece on the stored 16-bit operands (no rounding:
+/// the products are exact in FP32), accumulated in FP32 registers. The
+/// shared tiles are padded by 4 elements, so that a warp's fragment loads
+/// (8 rows by 4 pairs of k) fall in distinct banks. Built for an
+/// architecture before sm_80, the same fragments are summed with FP32 FMAs.
+template <typename T, typename Tile> struct TileMath<T, Tile, MathPath::kTensor16> {
+  static_assert(isSixteenBitFloat<T>(), "the 16-bit tensor-core path takes bfloat16 or float16");
+  static constexpr bool kBfloat16 = std::numeric_limits<T>::digits == 8;
+  using A = float;
+  using W = mma::WarpTiling<Tile, mma::Sixteen>;
+  using F = mma::Sixteen;
+  using Smem = SmemTiles<T, Tile, 4>;
+
+  struct Accum {
+    float v[W::kTilesM][W::kTilesN][mma::kCRegs];
+  };
+
+  __device__ __forceinline__ static void clear(Accum &acc) {
+#pragma unroll
+    for (int i = 0; i < W::kTilesM; ++i)
+#pragma unroll
+      for (int j = 0; j < W::kTilesN; ++j)
+#pragma unroll
+        for (int r = 0; r < mma::kCRegs; ++r)
+          acc.v[i][j][r] = 0.f;
+  }
+
+  __device__ __forceinline__ static void step(const Smem &s, Accum &acc) {
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+#pragma unroll
+    for (int kk = 0; kk < W::kSteps; ++kk) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+      std::uint32_t a[W::kTilesM][F::kARegs], b[W::kTilesN][F::kBRegs];
+#pragma unroll
+      for (int i = 0; i < W::kTilesM; ++i)
+#pragma unroll
+        for (int r = 0; r < F::kARegs; ++r) {
+          const mma::Element lo = W::aAt(warp, lane, i, 2 * r, kk);
+          const mma::Element hi = W::aAt(warp, lane, i, 2 * r + 1, kk);
+          a[i][r] = pack(s.As[lo.row][lo.col], s.As[hi.row][hi.col]);
+        }
+#pragma unroll
+      for (int j = 0; j < W::kTilesN; ++j)
+#pragma unroll
+        for (int r = 0; r < F::kBRegs; ++r) {
+          const mma::Element lo = W::bAt(warp, lane, j, 2 * r, kk);
+          const mma::Element hi = W::bAt(warp, lane, j, 2 * r + 1, kk);
+          b[j][r] = pack(s.Bs[lo.row][lo.col], s.Bs[hi.row][hi.col]);
+        }
+#pragma unroll
+      for (int i = 0; i < W::kTilesM; ++i)
+#pragma unroll
+        for (int j = 0; j < W::kTilesN; ++j) {
+          float *d = acc.v[i][j];
+          if constexpr (kBfloat16)
+            asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+                         "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                         : "r"(a[i][0]), "r"(a[i][1]), "r"(a[i][2]), "r"(a[i][3]), "r"(b[j][0]),
+                           "r"(b[j][1]));
+          else
+            asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+                         "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                         : "r"(a[i][0]), "r"(a[i][1]), "r"(a[i][2]), "r"(a[i][3]), "r"(b[j][0]),
+                           "r"(b[j][1]));
+        }
+#else
+#pragma unroll
+      for (int i = 0; i < W::kTilesM; ++i)
+#pragma unroll
+        for (int j = 0; j < W::kTilesN; ++j)
+#pragma unroll
+          for (int r = 0; r < mma::kCRegs; ++r) {
+            const mma::Element out = W::cAt(warp, lane, i, j, r);
+            float sum = acc.v[i][j][r];
+#pragma unroll
+            for (int k = kk * F::kK; k < (kk + 1) * F::kK; ++k)
+              sum += static_cast<float>(s.As[k][out.row]) * static_cast<float>(s.Bs[k][out.col]);
+            acc.v[i][j][r] = sum;
+          }
+#endif
+    }
+  }
+
+  template <typename F2> __device__ __forceinline__ static void visit(const Accum &acc, F2 &&f) {
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+#pragma unroll
+    for (int i = 0; i < W::kTilesM; ++i)
+#pragma unroll
+      for (int j = 0; j < W::kTilesN; ++j)
+#pragma unroll
+        for (int r = 0; r < mma::kCRegs; ++r) {
+          const mma::Element e = W::cAt(warp, lane, i, j, r);
+          f(e.row, e.col, acc.v[i][j][r]);
+        }
+  }
+
+private:
+  /// The 16 bits of x.
+  __device__ __forceinline__ static std::uint32_t bitsOf(const T &x) {
+    std::uint16_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+  }
+  /// A register of two elements: `lo` in the low half, as the fragments place them.
+  __device__ __forceinline__ static std::uint32_t pack(const T &lo, const T &hi) {
+    return bitsOf(lo) | (bitsOf(hi) << 16);
   }
 };
 
@@ -284,15 +424,16 @@ __global__ void __launch_bounds__(Tile::kThreads)
     __syncthreads();
   }
 
-  Math::visit(acc, [&](int m, int n, T v) {
+  using A = typename Math::A;
+  Math::visit(acc, [&](int m, int n, A v) {
     const std::int64_t out = cRow[m], col = n0 + n;
     if (out < 0 || col >= N)
       return;
     T *c = p.C + out * p.ldc + head * N + col;
     if constexpr (Mode == Scatter::kStore)
-      *c = v;
+      *c = static_cast<T>(v);
     else
-      *c += v;
+      *c = static_cast<T>(static_cast<A>(*c) + v);
   });
 }
 
@@ -339,19 +480,27 @@ cudaError_t launchSegmentedGemm(const GemmProblem<T, Index> &p, void *workspace,
   return cudaGetLastError();
 }
 
-/// launchSegmentedGemm with the tile math chosen at run time: TF32 tensor
-/// cores when `path` asks for them and T is float; SIMT otherwise (TF32 is
-/// a float32 setting: double is always computed in double).
+/// launchSegmentedGemm with the tile math chosen at run time: for float,
+/// TF32 tensor cores when `path` asks for them and SIMT otherwise (TF32 is
+/// a float32 setting: double is always computed in double); bfloat16 and
+/// float16 always run on 16-bit tensor cores (their products are exact in
+/// the FP32 accumulation, as in SIMT).
 template <typename T, BOp Op, Scatter Mode, typename Index>
 cudaError_t launchSegmentedGemm(const GemmProblem<T, Index> &p, void *workspace,
                                 std::size_t workspaceBytes, cudaStream_t stream, MathPath path) {
   using Tile = typename DefaultGemmTile<T>::type;
-  if constexpr (std::is_same_v<T, float>)
-    if (path == MathPath::kTensorTf32)
-      return launchSegmentedGemm<T, Op, Mode, Tile, MathPath::kTensorTf32>(p, workspace,
-                                                                           workspaceBytes, stream);
-  return launchSegmentedGemm<T, Op, Mode, Tile, MathPath::kSimt>(p, workspace, workspaceBytes,
-                                                                 stream);
+  if constexpr (isSixteenBitFloat<T>()) {
+    (void)path;
+    return launchSegmentedGemm<T, Op, Mode, Tile, MathPath::kTensor16>(p, workspace, workspaceBytes,
+                                                                       stream);
+  } else {
+    if constexpr (std::is_same_v<T, float>)
+      if (path == MathPath::kTensorTf32)
+        return launchSegmentedGemm<T, Op, Mode, Tile, MathPath::kTensorTf32>(
+            p, workspace, workspaceBytes, stream);
+    return launchSegmentedGemm<T, Op, Mode, Tile, MathPath::kSimt>(p, workspace, workspaceBytes,
+                                                                   stream);
+  }
 }
 
 //===----------------------------------------------------------------------===//
@@ -368,7 +517,10 @@ template <int BK_, int BN_, int BR_, int TK_, int TN_> struct WgradTile {
   static_assert(kThreads % 32 == 0 && kThreads <= 1024, "whole warps, at most 1024 threads");
 };
 
-template <typename T> struct DefaultWgradTile;
+template <typename T> struct DefaultWgradTile {
+  static_assert(isSixteenBitFloat<T>(), "the GEMM takes float, double, bfloat16 or float16");
+  using type = WgradTile<64, 64, 32, 4, 4>;
+};
 template <> struct DefaultWgradTile<float> { using type = WgradTile<64, 64, 16, 4, 4>; };
 template <> struct DefaultWgradTile<double> { using type = WgradTile<64, 64, 8, 4, 4>; };
 
@@ -386,13 +538,14 @@ template <typename Tile>
 using WgradGemmTile = GemmTile<Tile::BK, Tile::BN, Tile::BR, Tile::TK, Tile::TN>;
 
 /// One partial per (chunk, head, K tile, N tile): grid x = chunks (upper
-/// bound), y = K tiles x N tiles, z = heads. partials is [chunks, heads, K, N].
-/// Each step stages BR rows: As[r][k] = A's gathered row, Bs[r][n] = dC's.
+/// bound), y = K tiles x N tiles, z = heads. partials is [chunks, heads, K, N]
+/// in AccumType<T>. Each step stages BR rows: As[r][k] = A's gathered row,
+/// Bs[r][n] = dC's.
 template <typename T, typename Tile, MathPath Path, typename Index>
 __global__ void __launch_bounds__(Tile::kThreads)
     weightGradPartialKernel(WeightGradProblem<T, Index> p,
                             const std::int64_t *__restrict__ chunkStart, std::int64_t chunkRows,
-                            T *__restrict__ partials) {
+                            AccumType<T> *__restrict__ partials) {
   constexpr int BK = Tile::BK, BN = Tile::BN, BR = Tile::BR, NT = Tile::kThreads;
   using Math = TileMath<T, WgradGemmTile<Tile>, Path>;
   __shared__ typename Math::Smem smem;
@@ -437,34 +590,36 @@ __global__ void __launch_bounds__(Tile::kThreads)
     __syncthreads();
   }
 
-  T *__restrict__ out = partials + (chunk * p.heads + head) * K * N;
-  Math::visit(acc, [&](int m, int n, T v) {
+  AccumType<T> *__restrict__ out = partials + (chunk * p.heads + head) * K * N;
+  Math::visit(acc, [&](int m, int n, AccumType<T> v) {
     const std::int64_t k = k0 + m, col = n0 + n;
     if (k < K && col < N)
       out[k * N + col] = v;
   });
 }
 
-/// dB_s[h] (=|+=) sum of the segment's partials in chunk order; an empty
-/// segment stores 0 (or is left unchanged when adding).
+/// dB_s[h] (=|+=) sum of the segment's partials in chunk order, in
+/// AccumType<T> and rounded to T once; an empty segment stores 0 (or is left
+/// unchanged when adding).
 template <typename T, BOp Op, Assign Mode, typename Index>
 __global__ void weightGradReduceKernel(WeightGradProblem<T, Index> p,
                                        const std::int64_t *__restrict__ chunkStart,
-                                       const T *__restrict__ partials) {
+                                       const AccumType<T> *__restrict__ partials) {
+  using A = AccumType<T>;
   const std::int64_t KN = p.K * p.N, total = p.numSegments * p.heads * KN;
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
        i < total; i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
     const std::int64_t kn = i % KN, head = (i / KN) % p.heads, seg = i / (KN * p.heads);
     const std::int64_t c0 = chunkStart[seg], c1 = chunkStart[seg + 1];
-    T acc = T(0);
+    A acc = A(0);
     for (std::int64_t c = c0; c < c1; ++c)
       acc += partials[(c * p.heads + head) * KN + kn];
     const std::int64_t k = kn / p.N, n = kn % p.N;
     T *d = p.dB + seg * p.strideB + head * KN + (Op == BOp::kIdentity ? k * p.N + n : n * p.K + k);
     if constexpr (Mode == Assign::kAdd)
-      *d += acc;
+      *d = static_cast<T>(static_cast<A>(*d) + acc);
     else
-      *d = acc;
+      *d = static_cast<T>(acc);
   }
 }
 
@@ -474,7 +629,7 @@ std::size_t segmentedWeightGradWorkspaceBytes(const WeightGradProblem<T, Index> 
                                               std::int64_t chunkRows) {
   const std::int64_t chunks = maxUnits(p.numRows, p.numSegments, chunkRows);
   return alignBytes((p.numSegments + 1) * sizeof(std::int64_t)) +
-         alignBytes(static_cast<std::size_t>(chunks * p.heads * p.K * p.N) * sizeof(T));
+         alignBytes(static_cast<std::size_t>(chunks * p.heads * p.K * p.N) * sizeof(AccumType<T>));
 }
 
 /// Runs the weight gradient described by `p` (device pointers) on `stream`,
@@ -490,8 +645,8 @@ cudaError_t launchSegmentedWeightGrad(const WeightGradProblem<T, Index> &p, std:
   if (chunkRows <= 0 || workspaceBytes < segmentedWeightGradWorkspaceBytes(p, chunkRows))
     return cudaErrorInvalidValue;
   auto *chunkStart = static_cast<std::int64_t *>(workspace);
-  T *partials = reinterpret_cast<T *>(static_cast<char *>(workspace) +
-                                      alignBytes((p.numSegments + 1) * sizeof(std::int64_t)));
+  auto *partials = reinterpret_cast<AccumType<T> *>(
+      static_cast<char *>(workspace) + alignBytes((p.numSegments + 1) * sizeof(std::int64_t)));
   cudaError_t err = launchUnitOffsets(p.segOffsets, p.numSegments, chunkRows, chunkStart, stream);
   if (err != cudaSuccess)
     return err;
@@ -521,12 +676,18 @@ cudaError_t launchSegmentedWeightGrad(const WeightGradProblem<T, Index> &p, std:
                                       void *workspace, std::size_t workspaceBytes,
                                       cudaStream_t stream, MathPath path) {
   using Tile = typename DefaultWgradTile<T>::type;
-  if constexpr (std::is_same_v<T, float>)
-    if (path == MathPath::kTensorTf32)
-      return launchSegmentedWeightGrad<T, Op, Mode, Tile, MathPath::kTensorTf32>(
-          p, chunkRows, workspace, workspaceBytes, stream);
-  return launchSegmentedWeightGrad<T, Op, Mode, Tile, MathPath::kSimt>(p, chunkRows, workspace,
-                                                                       workspaceBytes, stream);
+  if constexpr (isSixteenBitFloat<T>()) {
+    (void)path;
+    return launchSegmentedWeightGrad<T, Op, Mode, Tile, MathPath::kTensor16>(
+        p, chunkRows, workspace, workspaceBytes, stream);
+  } else {
+    if constexpr (std::is_same_v<T, float>)
+      if (path == MathPath::kTensorTf32)
+        return launchSegmentedWeightGrad<T, Op, Mode, Tile, MathPath::kTensorTf32>(
+            p, chunkRows, workspace, workspaceBytes, stream);
+    return launchSegmentedWeightGrad<T, Op, Mode, Tile, MathPath::kSimt>(p, chunkRows, workspace,
+                                                                         workspaceBytes, stream);
+  }
 }
 
 } // namespace gpu

@@ -95,6 +95,7 @@ template <typename T, typename Index>
 __global__ void __launch_bounds__(kTraversalThreads)
     runSumKernel(Csr<Index> g, const T *__restrict__ in, std::int64_t width, T *__restrict__ out,
                  bool toNodes) {
+  using A = AccumType<T>; // the sums' type: float for 16-bit rows, rounded once
   const int lane = threadIdx.x % 32;
   const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * (blockDim.x / 32);
   for (std::int64_t v = static_cast<std::int64_t>(blockIdx.x) * (blockDim.x / 32) +
@@ -103,21 +104,21 @@ __global__ void __launch_bounds__(kTraversalThreads)
     const std::int64_t end = g.rowPtr[v + 1];
     const std::int64_t first = g.firstRunFrom(g.rowPtr[v]);
     for (std::int64_t c = lane; c < width; c += 32) {
-      T node = T(0);
+      A node = A(0);
       for (std::int64_t k = first; k < g.numRuns && static_cast<std::int64_t>(g.runPtr[k]) < end;
            ++k) {
         const std::int64_t pair = g.runPair[k];
         if (toNodes) {
-          node += in[pair * width + c];
+          node += static_cast<A>(in[pair * width + c]);
         } else {
-          T acc = T(0);
+          A acc = A(0);
           for (std::int64_t i = g.runPtr[k]; i < static_cast<std::int64_t>(g.runPtr[k + 1]); ++i)
-            acc += in[g.edgeAt(i) * width + c];
-          out[pair * width + c] = acc;
+            acc += static_cast<A>(in[g.edgeAt(i) * width + c]);
+          out[pair * width + c] = static_cast<T>(acc);
         }
       }
       if (toNodes)
-        out[v * width + c] = node;
+        out[v * width + c] = static_cast<T>(node);
     }
   }
 }

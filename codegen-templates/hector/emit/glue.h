@@ -173,16 +173,6 @@ inline std::vector<at::Tensor> toFloat32(at::TensorList tensors) {
   return toDtype(tensors, at::kFloat);
 }
 
-/// Whether any defined tensor of `inputs` and `weights` is on a CUDA device (a 16-bit call there
-/// computes in float32 storage: the CUDA kernels are built for float32 and float64).
-inline bool anyOnCuda(at::TensorList inputs, at::TensorList weights) {
-  for (at::TensorList list : {inputs, weights})
-    for (const at::Tensor &t : list)
-      if (t.defined() && t.is_cuda())
-        return true;
-  return false;
-}
-
 /// `t` viewed as rows of `inner` (a leading dimension of t.numel() / prod(inner) rows).
 inline at::Tensor rowView(const at::Tensor &t, std::vector<std::int64_t> inner) {
   std::int64_t m = 1;

@@ -96,9 +96,9 @@ struct LayerManifest {
   graph_schema::GraphStructureMask structures = 0;
   /// Whether the library carries the layer's CUDA kernels.
   bool cuda = false;
-  /// Whether a CPU call with bfloat16 or float16 tensors runs the kernels on 16-bit storage
-  /// (every tensor of the call in its 16-bit dtype, sums and products in float); otherwise,
-  /// and on CUDA, such a call is computed on float32 conversions (docs/runtime.md, "16-bit
+  /// Whether a call with bfloat16 or float16 tensors, on the CPU or CUDA, runs the kernels on
+  /// 16-bit storage (every tensor of the call in its 16-bit dtype, sums and products in float);
+  /// otherwise such a call is computed on float32 conversions (docs/runtime.md, "16-bit
   /// layers").
   bool sixteenBitStorage = false;
 

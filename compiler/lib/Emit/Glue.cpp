@@ -88,8 +88,7 @@ static void printLayerConstants(LayerPlan &plan, const std::string &op, bool cud
 /// Prints the head of run<T, I>: the tensor options, the graph view and, for CUDA tensors, the
 /// device guard, the stream and whether float32 GEMMs may use TF32 tensor cores
 /// (`tensorCoresAllowed`, decided by forward).
-static void printRunPrologue(const std::string &op, bool cuda, bool sixteenBit,
-                             llvm::raw_ostream &os) {
+static void printRunPrologue(const std::string &op, bool cuda, llvm::raw_ostream &os) {
   os << "template <typename T, typename I>\n"
      << "std::vector<at::Tensor> run(const ::hector::Graph &graph, at::TensorList inputs, "
         "at::TensorList weights, std::uint64_t needed, bool tensorCoresAllowed) {\n"
@@ -108,9 +107,6 @@ static void printRunPrologue(const std::string &op, bool cuda, bool sixteenBit,
      << "  const ::hector::emit::GraphView<I> g = ::hector::emit::makeGraphView<I>(graph, "
         "kStructures, "
      << cppQuoted(op) << ");\n";
-  if (sixteenBit)
-    os << "  TORCH_CHECK_VALUE(std::is_floating_point_v<T> || !onCuda, "
-       << cppQuoted(op + ": 16-bit storage is computed on the CPU only (internal error)") << ");\n";
   if (cuda)
     os << "#ifdef HECTOR_WITH_CUDA\n"
        << "  std::optional<c10::cuda::CUDAGuard> guard;\n"
@@ -319,7 +315,7 @@ static void printRun(LayerPlan &plan, const std::string &op, bool cuda, llvm::ra
   }
 
   // run<T, I>: the kernels in order.
-  printRunPrologue(op, cuda, plan.sixteenBitStorage, os);
+  printRunPrologue(op, cuda, os);
   printRunTensors(plan, os);
 
   for (auto [index, kernel] : llvm::enumerate(plan.kernels)) {
@@ -469,11 +465,12 @@ static void printDispatch(const LayerPlan &plan, const std::string &op, llvm::ra
 
 /// Prints forward: validation, then dispatch on the element and index types (forwardAt). A call
 /// with bfloat16 or float16 tensors returns its results in the 16-bit dtype, except gradients,
-/// which take the dtype of their tensor. On the CPU, a layer in 16-bit storage
+/// which take the dtype of their tensor. A layer in 16-bit storage
 /// (LayerPlan::sixteenBitStorage) converts its float32 tensors to the 16-bit dtype and runs the
-/// kernels on 16-bit rows, every sum and product in float; any other 16-bit call is computed in
-/// float32 storage (every kernel, sum, softmax maximum and product on float32 conversions), and
-/// the activations it saves for its backward stay float32.
+/// kernels on 16-bit rows, every sum and product in float (on CUDA its GEMMs on 16-bit tensor
+/// cores); any other 16-bit call is computed in float32 storage (every kernel, sum, softmax
+/// maximum and product on float32 conversions), and the activations it saves for its backward
+/// stay float32.
 static void printForward(LayerPlan &plan, const std::string &op, bool cuda, llvm::raw_ostream &os) {
   os << "std::vector<at::Tensor> forwardAt(at::TensorList graphTensors, c10::IntArrayRef "
         "graphSizes, at::TensorList inputs, at::TensorList weights, std::int64_t needed, bool "
@@ -523,17 +520,17 @@ static void printForward(LayerPlan &plan, const std::string &op, bool cuda, llvm
            << dtypeOf(output) << ");\n";
   };
   if (plan.sixteenBitStorage) {
-    os << "  if (!::hector::emit::anyOnCuda(inputs, weights)) {\n"
-       << "    std::vector<at::Tensor> results = forwardAt(graphTensors, graphSizes, "
+    // The CUDA GEMMs of 16-bit rows always run on tensor cores (the launchers ignore the flag).
+    os << "  std::vector<at::Tensor> results = forwardAt(graphTensors, graphSizes, "
           "::hector::emit::toDtype(inputs, *half), ::hector::emit::toDtype(weights, *half), "
           "needed, false);\n";
-    printConversions("    ");
-    os << "    return results;\n  }\n";
+  } else {
+    // On CUDA, the float32 conversions of 16-bit tensors are exact in TF32 (8 and 11 significant
+    // bits against TF32's 11): the GEMMs run on tensor cores whatever allow_tf32 says.
+    os << "  std::vector<at::Tensor> results = forwardAt(graphTensors, graphSizes, "
+          "::hector::emit::toFloat32(inputs), ::hector::emit::toFloat32(weights), needed, "
+          "true);\n";
   }
-  // On CUDA, the float32 conversions of 16-bit tensors are exact in TF32 (8 and 11 significant
-  // bits against TF32's 11): the GEMMs run on tensor cores whatever allow_tf32 says.
-  os << "  std::vector<at::Tensor> results = forwardAt(graphTensors, graphSizes, "
-        "::hector::emit::toFloat32(inputs), ::hector::emit::toFloat32(weights), needed, true);\n";
   printConversions("  ");
   os << "  return results;\n}\n\n";
 }

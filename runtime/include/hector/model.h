@@ -40,7 +40,7 @@ const LayerManifest &chooseVariant(const LayerManifest &layer, const Graph &grap
 /// bytes: the graph structures it would build, and the tensors its kernels hold (forward and
 /// backward when `training`: the forward's outputs and the output gradients live through the
 /// backward), for elements of `elementBytes` bytes (a 16-bit call of a layer without
-/// LayerManifest::sixteenBitStorage, or on CUDA, stores float32 elements: 4).
+/// LayerManifest::sixteenBitStorage stores float32 elements: 4).
 double estimatePeakBytes(const LayerManifest &layer, const Graph &graph, bool training,
                          int64_t elementBytes);
 
