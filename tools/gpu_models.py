@@ -325,13 +325,13 @@ def bench(name, Layer, repeat, cuda):
             entry["ours_tf32_ms"] = timed(layer, *ours_args)[0] * 1e3
         finally:
             torch.backends.cuda.matmul.allow_tf32 = False
-        # bfloat16 weights and features (16-bit storage for RGCN: tensor-core GEMMs on 16-bit
-        # rows; float32 conversions for the softmax layers).
-        layer.to(torch.bfloat16)
-        half_args = [a.to(torch.bfloat16) if torch.is_tensor(a) and a.is_floating_point() else a
-                     for a in ours_args]
-        entry["ours_bf16_ms"] = timed(layer, *half_args)[0] * 1e3
-        layer.to(torch.float32)
+    # bfloat16 weights and features (16-bit storage for RGCN: on CUDA tensor-core GEMMs on 16-bit
+    # rows; float32 conversions for the softmax layers).
+    layer.to(torch.bfloat16)
+    half_args = [a.to(torch.bfloat16) if torch.is_tensor(a) and a.is_floating_point() else a
+                 for a in ours_args]
+    entry["ours_bf16_ms"] = timed(layer, *half_args)[0] * 1e3
+    layer.to(torch.float32)
     pyg_t, pyg_m = timed(pyg, *pyg_args)
     entry.update(pyg_ms=pyg_t * 1e3, pyg_peak_bytes=pyg_m, speedup=pyg_t / ours_t,
                  memory_ratio=(pyg_m / ours_m) if ours_m else None)

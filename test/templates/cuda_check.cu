@@ -5,15 +5,24 @@
 // duplicate gathers, many segments accumulating into few rows, isolated
 // nodes, logits near 1e4), compares with the CPU template, checks that the
 // deterministic paths are bitwise reproducible, and prints one line per
-// check: name, max relative error, PASS/FAIL. Exit status 0 when all pass.
+// check: name, max relative error (or error over its bound), PASS/FAIL. Exit
+// status 0 when all pass.
 //
 //   nvcc -std=c++17 -O2 -arch=sm_90 -Icodegen-templates -Xcompiler -fopenmp
 //        test/templates/cuda_check.cu -lcublas -o cuda_check && ./cuda_check
 //
-// Then it times the segmented GEMM (SIMT, and TF32 tensor cores for float) beside cuBLAS at the
-// same shape, for information.
+// float and double run every template: the segmented GEMM (every scatter mode, both layouts
+// of B, three tiles) and its weight gradient in SIMT, and for float on TF32 tensor cores
+// (against a bound on TF32's rounding), and the traversals. bfloat16 and float16
+// (cuda_sixteen.h's DevBf16 and DevHalf) run the GEMM and the weight gradient on 16-bit tensor
+// cores, the same problems on three tiles, against a reference in double from the 16-bit
+// operands' values and a bound on the FP32 sums and the rounding to 16 bits (sixteenBitStore).
+//
+// Then it times the segmented GEMM (SIMT; TF32 tensor cores for float; 16-bit tensor cores for
+// bfloat16 and float16) beside cuBLAS at the same shape in the same arithmetic, for information.
 //
 //===----------------------------------------------------------------------===//
+#include "cuda_sixteen.h"
 #include "functors.h"
 #include "hector/cpu/segmented_gemm.h"
 #include "hector/cpu/traversal.h"
@@ -25,10 +34,13 @@
 
 #include <cublas_v2.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 using namespace hector::tmpl;
@@ -66,8 +78,21 @@ template <typename T> struct DeviceBuffer {
   }
 };
 
+/// bfloat16 or float16 (DevBf16, DevHalf): computed on 16-bit tensor cores, checked against a
+/// reference in double.
+template <typename T> constexpr bool kSixteen = gpu::isSixteenBitFloat<T>();
+
+/// The element type of a reference result: T for float and double (the CPU template in T),
+/// double for the 16-bit types.
+template <typename T> using RefType = std::conditional_t<kSixteen<T>, double, T>;
+
 template <typename T> double tolerance() { return sizeof(T) == 4 ? 1e-4 : 1e-10; }
-template <typename T> const char *typeName() { return sizeof(T) == 4 ? "f32" : "f64"; }
+template <typename T> const char *typeName() {
+  if constexpr (kSixteen<T>)
+    return std::numeric_limits<T>::digits == 8 ? "bf16" : "f16";
+  else
+    return sizeof(T) == 4 ? "f32" : "f64";
+}
 
 void report(const std::string &name, double err, double tol) {
   const bool ok = err <= tol;
@@ -81,20 +106,8 @@ void reportExact(const std::string &name, bool same) {
               same ? "PASS" : "FAIL");
 }
 
-/// The check of a TF32 result: rounding both operands to TF32 (10 explicit mantissa bits,
-/// to nearest) moves each product by at most 2^-10 of its magnitude, and the FP32 sums add
-/// far less at these depths, so every element must be within 2^-9 of the same sum over the
-/// magnitudes (`bound`: the reference computed on |A|, |B| and |C|). Returns the worst
-/// ratio of error to that bound (at most 1 passes).
-template <typename T>
-double tf32ErrorRatio(const std::vector<T> &got, const std::vector<T> &want,
-                      const std::vector<T> &bound) {
-  double worst = 0;
-  for (std::size_t i = 0; i < want.size(); ++i) {
-    const double d = std::fabs(static_cast<double>(got[i]) - static_cast<double>(want[i]));
-    worst = std::max(worst, d / (std::ldexp(static_cast<double>(bound[i]), -9) + 1e-30));
-  }
-  return worst;
+template <typename T> bool bitwiseEqual(const std::vector<T> &a, const std::vector<T> &b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
 }
 
 template <typename T> std::vector<T> magnitudes(std::vector<T> v) {
@@ -103,24 +116,144 @@ template <typename T> std::vector<T> magnitudes(std::vector<T> v) {
   return v;
 }
 
+/// The bound of a TF32 result, from `magnitudes` (the reference computed on |A|, |B| and |C|):
+/// rounding both operands to TF32 (10 explicit mantissa bits, to nearest) moves each product by
+/// at most 2^-10 of its magnitude, and the FP32 sums add far less at these depths, so every
+/// element must be within 2^-9 of the same sum over the magnitudes.
+template <typename T> std::vector<T> tf32Bound(std::vector<T> magnitudes) {
+  for (T &x : magnitudes)
+    x = std::ldexp(x, -9);
+  return magnitudes;
+}
+
+/// The bound on an n-deep FP32 sum of exact products (the 16-bit tensor-core path): within
+/// fp32SumError(n) times the sum of the products' magnitudes, M, of the exact sum, where
+/// fp32SumError(n) = 17 ceil(n / 16) 2^-23. This holds whichever way the hardware adds:
+///  - one FP32 addition at a time, rounded in any direction (truncation included, unit 2^-23):
+///    Higham's gamma_n = n 2^-23 / (1 - n 2^-23) <= (n + 1) 2^-23 <= 17 ceil(n / 16) 2^-23
+///    (for n below 2^11);
+///  - a tensor core that adds each step's 16 products to its accumulator at once, aligning the
+///    17 addends to the largest and truncating (PTX does not say how mma.sync adds): each
+///    addend loses under one unit in the last place of the largest, at most 2^-23 M, and the
+///    sum's rounding as much again, so each of the ceil(n / 16) steps adds under 17 2^-23 M.
+double fp32SumError(I64 n) { return 17.0 * static_cast<double>(ceilDiv<I64>(n, 16)) * 0x1p-23; }
+
+/// The bound on a 16-bit result after one more store into it. The check of the 16-bit
+/// tensor-core path (bfloat16: p = 8 significant bits, float16: p = 11): products of 16-bit
+/// values are exact in FP32 (2p <= 24 bits), so the errors are the FP32 sums' and the roundings
+/// to T; `want` is the exact result, computed in double from the operands' values (its own
+/// error is far below the bound). A store computes v, the FP32 sum of the products P
+/// (|v - P| <= sumError = fp32SumError(depth) M), and x = v (store) or x = float(c) + v (adding
+/// to the current element c, a 16-bit value exact in float, rounded to nearest in FP32: within
+/// 2^-24 |c + v|), and rounds it once to T, to nearest: |T(x) - x| <= 2^-p |x| + eta, where eta
+/// is half the least subnormal of T (2^-25 for float16; 2^-134 for bfloat16). With `err` the
+/// bound on |c - want_before| (0 for a store, or before the first addition) and
+/// D = err + sumError:
+///     |c + v - want| <= D,  |x| <= (1 + 2^-24) (|want| + D),
+///     |T(x) - want| <= 2^-p |x| + eta + 2^-24 |c + v| + D <= u (|want| + D) + D + eta
+/// with u = 2^-p + 2^-23 (>= 2^-p (1 + 2^-24) + 2^-24). A result stored once is thus within
+/// 2^-p |want| (2^-8 for bfloat16, 2^-11 for float16) plus (1 + u) fp32SumError(depth) M +
+/// 2^-23 |want| + eta, a small multiple of 2^-23 of the magnitudes (|want| <= |C| + M). Where
+/// several launches add to one row (Scatter::kAccumulateIndexPerSegment: one per segment, each
+/// rounding to T), the bound is carried from store to store.
+template <typename T> double sixteenBitStore(double err, double sumError, double want) {
+  constexpr int p = std::numeric_limits<T>::digits;
+  const double u = std::ldexp(1.0, -p) + 0x1p-23;
+  const double eta = std::ldexp(1.0, 2 - std::numeric_limits<T>::max_exponent - p);
+  const double d = err + sumError;
+  return u * (std::fabs(want) + d) + d + eta;
+}
+
+/// The worst ratio of |got - want| to `bound`, an absolute bound per element (at most 1 passes).
+template <typename T, typename R>
+double boundRatio(const std::vector<T> &got, const std::vector<R> &want,
+                  const std::vector<R> &bound) {
+  double worst = 0;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    const double d = std::fabs(static_cast<double>(got[i]) - static_cast<double>(want[i]));
+    worst = std::max(worst, d / (static_cast<double>(bound[i]) + 1e-30));
+  }
+  return worst;
+}
+
 /// Reports a GEMM or weight-gradient result of `rows` rows: SIMT results against the CPU
-/// template's tolerance, TF32 ones against their rounding bound (`bound`, see tf32ErrorRatio).
-template <typename T>
+/// template's tolerance, tensor-core ones against their rounding bound (`bound`: tf32Bound,
+/// or sixteenBitStore's per element).
+template <typename T, typename R>
 void reportProduct(const char *name, gpu::MathPath path, const std::vector<T> &got,
-                   const std::vector<T> &want, const std::vector<T> &bound, I64 rows) {
+                   const std::vector<R> &want, const std::vector<R> &bound, I64 rows) {
   if (path == gpu::MathPath::kSimt)
     report(name, maxRelError(got, want), tolerance<T>() * (1 + rows / 64.0));
   else
-    report(std::string(name) + " (error/bound)", tf32ErrorRatio(got, want, bound), 1.0);
+    report(std::string(name) + " (error/bound)", boundRatio(got, want, bound), 1.0);
 }
 
 const char *pathName(gpu::MathPath path) {
-  return path == gpu::MathPath::kTensorTf32 ? " tf32" : "";
+  return path == gpu::MathPath::kTensorTf32 ? " tf32"
+         : path == gpu::MathPath::kTensor16 ? " tc16"
+                                            : "";
+}
+
+/// 16-bit values in double (exactly).
+template <typename T> std::vector<double> toDouble(const std::vector<T> &v) {
+  std::vector<double> d(v.size());
+  std::transform(v.begin(), v.end(), d.begin(),
+                 [](const T &x) { return static_cast<double>(static_cast<float>(x)); });
+  return d;
 }
 
 //===----------------------------------------------------------------------===//
 // Segmented GEMM
 //===----------------------------------------------------------------------===//
+
+/// The reference of the 16-bit GEMM `p` (host pointers; A, B and C the operands behind them,
+/// C before the launch): `want`, the result in double from the operands' values (the CPU
+/// template in double, one segment at a time), and `bound` on the error of the 16-bit result
+/// (sixteenBitStore on each store of each segment into its rows).
+template <typename T, BOp Op, Scatter Mode>
+void sixteenBitGemmReference(const GemmProblem<T, I64> &p, const std::vector<T> &A,
+                             const std::vector<T> &B, const std::vector<T> &C,
+                             std::vector<double> &want, std::vector<double> &bound) {
+  const std::vector<double> a = toDouble(A), b = toDouble(B), absA = magnitudes(a),
+                            absB = magnitudes(b);
+  want = toDouble(C);
+  bound.assign(C.size(), 0.0);
+  std::vector<double> mag(C.size());
+  GemmProblem<double, I64> q;
+  q.numSegments = 1;
+  q.K = p.K;
+  q.N = p.N;
+  q.heads = p.heads;
+  q.lda = p.lda;
+  q.rows = p.rows;
+  q.gather = p.gather;
+  q.strideB = p.strideB;
+  q.ldc = p.ldc;
+  q.scatter = p.scatter;
+  const double sumError = fp32SumError(p.K);
+  for (I64 s = 0; s < p.numSegments; ++s) {
+    const I64 begin = p.segOffsets[s], end = p.segOffsets[s + 1];
+    if (begin == end)
+      continue;
+    q.segOffsets = p.segOffsets + s;
+    q.numRows = end - begin;
+    q.A = a.data();
+    q.B = b.data() + s * p.strideB;
+    q.C = want.data();
+    cpu::segmentedGemm<double, Op, Mode>(q);
+    std::fill(mag.begin(), mag.end(), 0.0); // this segment's sums over the magnitudes
+    q.A = absA.data();
+    q.B = absB.data() + s * p.strideB;
+    q.C = mag.data();
+    cpu::segmentedGemm<double, Op, Mode>(q);
+    for (I64 row = begin; row < end; ++row) {
+      const I64 phys = p.rows ? p.rows[row] : row;
+      const I64 out = scatterIsIndexed(Mode) ? p.scatter[phys] : phys;
+      for (I64 i = out * p.ldc; i < out * p.ldc + p.heads * p.N; ++i)
+        bound[i] = sixteenBitStore<T>(bound[i], sumError * mag[i], want[i]);
+    }
+  }
+}
 
 template <typename T, BOp Op, Scatter Mode, typename Tile,
           gpu::MathPath Path = gpu::MathPath::kSimt>
@@ -165,18 +298,23 @@ void checkGemm(const std::vector<I64> &sizes, I64 K, I64 N, I64 heads, std::mt19
   p.strideB = heads * K * N;
   p.ldc = width;
   p.scatter = sidx.data();
-  std::vector<T> want = C;
-  p.C = want.data();
-  cpu::segmentedGemm<T, Op, Mode>(p);
-  std::vector<T> bound; // the same product over magnitudes (TF32 checks)
-  if (Path != gpu::MathPath::kSimt) {
-    GemmProblem<T, I64> q = p;
-    const auto absA = magnitudes(A), absB = magnitudes(B);
-    bound = magnitudes(C);
-    q.A = absA.data();
-    q.B = absB.data();
-    q.C = bound.data();
-    cpu::segmentedGemm<T, Op, Mode>(q);
+  std::vector<RefType<T>> want, bound; // bound: of a tensor-core result's error
+  if constexpr (kSixteen<T>) {
+    sixteenBitGemmReference<T, Op, Mode>(p, A, B, C, want, bound);
+  } else {
+    want = C;
+    p.C = want.data();
+    cpu::segmentedGemm<T, Op, Mode>(p);
+    if (Path != gpu::MathPath::kSimt) { // the same product over magnitudes
+      GemmProblem<T, I64> q = p;
+      const auto absA = magnitudes(A), absB = magnitudes(B);
+      bound = magnitudes(C);
+      q.A = absA.data();
+      q.B = absB.data();
+      q.C = bound.data();
+      cpu::segmentedGemm<T, Op, Mode>(q);
+      bound = tf32Bound(std::move(bound));
+    }
   }
 
   DeviceBuffer<I64> dOff(off), dG(gidx), dS(sidx);
@@ -203,11 +341,20 @@ void checkGemm(const std::vector<I64> &sizes, I64 K, I64 N, I64 heads, std::mt19
   if (Mode == Scatter::kAccumulateIndexPerSegment) { // bitwise reproducible
     DeviceBuffer<T> dC2(C);
     d.C = dC2.ptr;
-    checkCuda(gpu::launchSegmentedGemm<T, Op, Mode, Tile, Path>(d, ws.ptr, bytes, nullptr), "gemm");
+    // A 16-bit rerun on the default tile goes through the run-time choice of the math, which
+    // must be the same kernel whatever it is asked.
+    constexpr bool runTime =
+        kSixteen<T> && std::is_same_v<Tile, typename gpu::DefaultGemmTile<T>::type>;
+    if constexpr (runTime)
+      checkCuda(
+          gpu::launchSegmentedGemm<T, Op, Mode>(d, ws.ptr, bytes, nullptr, gpu::MathPath::kSimt),
+          "gemm");
+    else
+      checkCuda(gpu::launchSegmentedGemm<T, Op, Mode, Tile, Path>(d, ws.ptr, bytes, nullptr),
+                "gemm");
     checkCuda(cudaDeviceSynchronize(), "gemm sync");
-    const auto again = dC2.download();
-    reportExact(std::string(name) + " rerun",
-                std::memcmp(got.data(), again.data(), got.size() * sizeof(T)) == 0);
+    reportExact(std::string(name) + (runTime ? " rerun (run-time path)" : " rerun"),
+                bitwiseEqual(got, dC2.download()));
   }
 }
 
@@ -222,6 +369,53 @@ void gemmModes(std::mt19937_64 &rng, const char *tn) {
   checkGemm<T, Op, Scatter::kAccumulate, Tile, Path>(sizes, 33, 40, 2, rng, tn);
   checkGemm<T, Op, Scatter::kAccumulateIndexPerSegment, Tile, Path>(sizes, 65, 64, 1, rng, tn);
   checkGemm<T, Op, Scatter::kAccumulateIndexPerSegment, Tile, Path>(sizes, 33, 40, 2, rng, tn);
+}
+
+/// The reference of the 16-bit weight gradient `p` (host pointers; A, dC and dB the operands
+/// behind them, dB before the launch) cut into chunks of `chunkRows`: `want` in double (the CPU
+/// template in double) and `bound` on the error of the 16-bit result. Each element is stored
+/// once (sixteenBitStore) from two FP32 sums: each chunk's partial, chunkRows deep (within
+/// fp32SumError(chunkRows) M_chunk), then the partials in chunk order in the reduction, at most
+/// `chunks` of them, their magnitudes within (1 + fp32SumError(chunkRows)) M, rounded to nearest
+/// (gamma_chunks for 2^-24 times that, below fp32SumError(chunks) M). In all, within
+/// (fp32SumError(chunkRows) + fp32SumError(chunks)) M.
+template <typename T, BOp Op, Assign Mode>
+void sixteenBitWeightGradReference(const WeightGradProblem<T, I64> &p, I64 chunkRows,
+                                   const std::vector<T> &A, const std::vector<T> &dC,
+                                   const std::vector<T> &dB, std::vector<double> &want,
+                                   std::vector<double> &bound) {
+  const std::vector<double> a = toDouble(A), g = toDouble(dC), absA = magnitudes(a),
+                            absG = magnitudes(g);
+  want = toDouble(dB);
+  std::vector<double> mag(dB.size(), 0.0);
+  WeightGradProblem<double, I64> q;
+  q.numSegments = p.numSegments;
+  q.segOffsets = p.segOffsets;
+  q.numRows = p.numRows;
+  q.K = p.K;
+  q.N = p.N;
+  q.heads = p.heads;
+  q.lda = p.lda;
+  q.rows = p.rows;
+  q.gatherA = p.gatherA;
+  q.ldc = p.ldc;
+  q.gatherC = p.gatherC;
+  q.strideB = p.strideB;
+  q.A = a.data();
+  q.dC = g.data();
+  q.dB = want.data();
+  cpu::segmentedWeightGrad<double, Op, Mode>(q);
+  q.A = absA.data();
+  q.dC = absG.data();
+  q.dB = mag.data(); // zeros: the sums over the magnitudes, added or stored
+  cpu::segmentedWeightGrad<double, Op, Mode>(q);
+  I64 chunks = 1;
+  for (I64 s = 0; s < p.numSegments; ++s)
+    chunks = std::max(chunks, ceilDiv<I64>(p.segOffsets[s + 1] - p.segOffsets[s], chunkRows));
+  const double sumError = fp32SumError(chunkRows) + fp32SumError(chunks);
+  bound.resize(want.size());
+  for (std::size_t i = 0; i < want.size(); ++i)
+    bound[i] = sixteenBitStore<T>(0.0, sumError * mag[i], want[i]);
 }
 
 template <typename T, BOp Op, Assign Mode, gpu::MathPath Path = gpu::MathPath::kSimt>
@@ -246,18 +440,23 @@ void checkWeightGrad(const std::vector<I64> &sizes, I64 K, I64 N, I64 heads, I64
   p.dC = dC.data();
   p.ldc = heads * N;
   p.strideB = heads * KN;
-  std::vector<T> want = dB0;
-  p.dB = want.data();
-  cpu::segmentedWeightGrad<T, Op, Mode>(p);
-  std::vector<T> bound; // the same sums over magnitudes (TF32 checks)
-  if (Path != gpu::MathPath::kSimt) {
-    WeightGradProblem<T, I64> q = p;
-    const auto absA = magnitudes(A), absDC = magnitudes(dC);
-    bound = magnitudes(dB0);
-    q.A = absA.data();
-    q.dC = absDC.data();
-    q.dB = bound.data();
-    cpu::segmentedWeightGrad<T, Op, Mode>(q);
+  std::vector<RefType<T>> want, bound; // bound: of a tensor-core result's error
+  if constexpr (kSixteen<T>) {
+    sixteenBitWeightGradReference<T, Op, Mode>(p, chunkRows, A, dC, dB0, want, bound);
+  } else {
+    want = dB0;
+    p.dB = want.data();
+    cpu::segmentedWeightGrad<T, Op, Mode>(p);
+    if (Path != gpu::MathPath::kSimt) { // the same sums over magnitudes
+      WeightGradProblem<T, I64> q = p;
+      const auto absA = magnitudes(A), absDC = magnitudes(dC);
+      bound = magnitudes(dB0);
+      q.A = absA.data();
+      q.dC = absDC.data();
+      q.dB = bound.data();
+      cpu::segmentedWeightGrad<T, Op, Mode>(q);
+      bound = tf32Bound(std::move(bound));
+    }
   }
 
   DeviceBuffer<I64> dOff(off), dGa(ga);
@@ -275,9 +474,16 @@ void checkWeightGrad(const std::vector<I64> &sizes, I64 K, I64 N, I64 heads, I64
       gpu::launchSegmentedWeightGrad<T, Op, Mode, Tile, Path>(d, chunkRows, ws.ptr, bytes, nullptr),
       "wgrad");
   d.dB = dDB2.ptr;
-  checkCuda(
-      gpu::launchSegmentedWeightGrad<T, Op, Mode, Tile, Path>(d, chunkRows, ws.ptr, bytes, nullptr),
-      "wgrad");
+  // A 16-bit rerun goes through the run-time choice of the math: the same kernel, whatever it
+  // is asked.
+  if constexpr (kSixteen<T>)
+    checkCuda(gpu::launchSegmentedWeightGrad<T, Op, Mode>(d, chunkRows, ws.ptr, bytes, nullptr,
+                                                          gpu::MathPath::kSimt),
+              "wgrad");
+  else
+    checkCuda(gpu::launchSegmentedWeightGrad<T, Op, Mode, Tile, Path>(d, chunkRows, ws.ptr, bytes,
+                                                                      nullptr),
+              "wgrad");
   checkCuda(cudaDeviceSynchronize(), "wgrad sync");
   const auto got = dDB.download(), again = dDB2.download();
   char name[160];
@@ -286,8 +492,8 @@ void checkWeightGrad(const std::vector<I64> &sizes, I64 K, I64 N, I64 heads, I64
                 static_cast<long long>(K), static_cast<long long>(N), static_cast<long long>(heads),
                 static_cast<long long>(chunkRows));
   reportProduct(name, Path, got, want, bound, rows);
-  reportExact(std::string(name) + " rerun",
-              std::memcmp(got.data(), again.data(), got.size() * sizeof(T)) == 0);
+  reportExact(std::string(name) + (kSixteen<T> ? " rerun (run-time path)" : " rerun"),
+              bitwiseEqual(got, again));
 }
 
 //===----------------------------------------------------------------------===//
@@ -319,9 +525,7 @@ struct DeviceGraph {
     return r;
   }
   Csr<I64> inCsr() const { return {g.numNodes, g.numEdges, inPtr.ptr, nullptr, src.ptr}; }
-  Csr<I64> outCsr() const {
-    return {g.numNodes, g.numEdges, outPtr.ptr, outPos.ptr, outDst.ptr};
-  }
+  Csr<I64> outCsr() const { return {g.numNodes, g.numEdges, outPtr.ptr, outPos.ptr, outDst.ptr}; }
   Csr<I64> pairCsr(bool srcSide) const {
     Csr<I64> c = srcSide ? outCsr() : inCsr();
     c.numRuns = static_cast<I64>((srcSide ? g.srcRun : g.dstRun).size());
@@ -338,8 +542,8 @@ template <typename T> void checkTraversals(std::mt19937_64 &rng) {
   constexpr I64 H = 2, D = 24;
 
   { // edge map: attention logits, over the edges and over both ends' unique pairs
-    auto x = randomVector<T>(g.numNodes * H * D, rng), w = randomVector<T>(g.numRelations * H * D, rng),
-         y = randomVector<T>(g.numNodes * H, rng);
+    auto x = randomVector<T>(g.numNodes * H * D, rng),
+         w = randomVector<T>(g.numRelations * H * D, rng), y = randomVector<T>(g.numNodes * H, rng);
     DeviceBuffer<T> dx(x), dw(w), dy(y);
     for (int rows = 0; rows < 3; ++rows) {
       const EdgeRows<I64> host = rows == 0 ? g.edges() : g.pairs(rows == 1);
@@ -374,8 +578,7 @@ template <typename T> void checkTraversals(std::mt19937_64 &rng) {
     const auto got = dOut.download(), again = dOut2.download();
     report("node traversal (softmax aggregation, logits ~1e4) " + t, maxRelError(got, want),
            tolerance<T>() * 10);
-    reportExact("node traversal rerun " + t,
-                std::memcmp(got.data(), again.data(), got.size() * sizeof(T)) == 0);
+    reportExact("node traversal rerun " + t, bitwiseEqual(got, again));
   }
 
   for (bool srcSide : {true, false}) { // pair traversal and run sums over unique pairs
@@ -402,8 +605,7 @@ template <typename T> void checkTraversals(std::mt19937_64 &rng) {
     std::vector<T> wantPairs(U * W), wantNodes(g.numNodes * W);
     cpu::runSum<T, I64>(hc, edgeRows.data(), W, wantPairs.data(), false);
     cpu::runSum<T, I64>(hc, pairRows.data(), W, wantNodes.data(), true);
-    DeviceBuffer<T> dEdgeRows(edgeRows), dPairRows(pairRows), dPairs(U * W),
-        dNodes(g.numNodes * W);
+    DeviceBuffer<T> dEdgeRows(edgeRows), dPairRows(pairRows), dPairs(U * W), dNodes(g.numNodes * W);
     checkCuda(gpu::launchRunSum<T, I64>(dc, dEdgeRows.ptr, W, dPairs.ptr, false, nullptr),
               "run sum");
     checkCuda(gpu::launchRunSum<T, I64>(dc, dPairRows.ptr, W, dNodes.ptr, true, nullptr),
@@ -439,9 +641,18 @@ template <typename F> float millisecondsPerCall(F &&launch) {
   return ms / 20;
 }
 
+/// The cuBLAS element type of T.
+template <typename T> cudaDataType cudaTypeOf() {
+  if constexpr (kSixteen<T>)
+    return std::numeric_limits<T>::digits == 8 ? CUDA_R_16BF : CUDA_R_16F;
+  else
+    return sizeof(T) == 4 ? CUDA_R_32F : CUDA_R_64F;
+}
+
 /// The segmented GEMM at a realistic shape (50 segments of 20,000 rows, 64 x 64), with A's rows
 /// gathered and without, beside cuBLAS on the same ungathered shape (a strided batch of the 50
-/// products) in the same arithmetic: FP32 or FP64 for SIMT, TF32 tensor cores for kTensorTf32.
+/// products) in the same arithmetic: FP32 or FP64 for SIMT, TF32 tensor cores for kTensorTf32,
+/// and for bfloat16 and float16 (kTensor16) 16-bit operands and output with FP32 compute.
 template <typename T, gpu::MathPath Path = gpu::MathPath::kSimt>
 void timeGemm(std::mt19937_64 &rng, cublasHandle_t handle) {
   const I64 S = 50, per = 20000, K = 64, N = 64, rows = S * per;
@@ -476,12 +687,12 @@ void timeGemm(std::mt19937_64 &rng, cublasHandle_t handle) {
   d.gather = nullptr;
   const float dense = millisecondsPerCall(ours);
   // Row-major C_s = A_s B_s is column-major C_s^T = B_s^T A_s^T.
-  const cudaDataType type = sizeof(T) == 4 ? CUDA_R_32F : CUDA_R_64F;
+  const cudaDataType type = cudaTypeOf<T>();
   const cublasComputeType_t compute = sizeof(T) == 8 ? CUBLAS_COMPUTE_64F
                                       : Path == gpu::MathPath::kTensorTf32
                                           ? CUBLAS_COMPUTE_32F_FAST_TF32
                                           : CUBLAS_COMPUTE_32F;
-  const T one = 1, zero = 0;
+  const AccumType<T> one = 1, zero = 0; // the scalars are in the compute type
   auto cublas = [&] {
     const cublasStatus_t st = cublasGemmStridedBatchedEx(
         handle, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(per),
@@ -499,7 +710,8 @@ void timeGemm(std::mt19937_64 &rng, cublasHandle_t handle) {
               reference / gathered, reference / dense);
 }
 
-template <typename T> void runAll(std::mt19937_64 &rng) {
+/// float and double: every template, SIMT and (float) TF32; then the GEMM's timings.
+template <typename T> void runAll(std::mt19937_64 &rng, cublasHandle_t handle) {
   gemmModes<T, BOp::kIdentity, typename gpu::DefaultGemmTile<T>::type>(rng, "default");
   gemmModes<T, BOp::kTranspose, typename gpu::DefaultGemmTile<T>::type>(rng, "default");
   gemmModes<T, BOp::kIdentity, gpu::GemmTile<32, 32, 8, 2, 2>>(rng, "32x32x8/2x2");
@@ -507,8 +719,8 @@ template <typename T> void runAll(std::mt19937_64 &rng) {
   const std::vector<I64> sizes = {0, 5, 3000, 0, 1, 700};
   checkWeightGrad<T, BOp::kIdentity, Assign::kStore>(sizes, 17, 65, 1, 256, rng);
   checkWeightGrad<T, BOp::kTranspose, Assign::kAdd>(sizes, 64, 33, 2, 64, rng);
-  checkWeightGrad<T, BOp::kIdentity, Assign::kAdd>(sizes, 3, 1, 1,
-                                                  gpu::defaultWgradChunkRows(3706), rng);
+  checkWeightGrad<T, BOp::kIdentity, Assign::kAdd>(sizes, 3, 1, 1, gpu::defaultWgradChunkRows(3706),
+                                                   rng);
   if constexpr (std::is_same_v<T, float>) {
     using gpu::MathPath;
     gemmModes<T, BOp::kIdentity, typename gpu::DefaultGemmTile<T>::type, MathPath::kTensorTf32>(
@@ -525,15 +737,28 @@ template <typename T> void runAll(std::mt19937_64 &rng) {
                                                                              rng);
   }
   checkTraversals<T>(rng);
-  cublasHandle_t handle;
-  if (cublasCreate(&handle) != CUBLAS_STATUS_SUCCESS) {
-    std::printf("cublasCreate failed\n");
-    std::exit(2);
-  }
   timeGemm<T>(rng, handle);
   if constexpr (std::is_same_v<T, float>)
     timeGemm<T, gpu::MathPath::kTensorTf32>(rng, handle);
-  cublasDestroy(handle);
+}
+
+/// bfloat16 or float16 on 16-bit tensor cores: the GEMM problems of float and double (every
+/// scatter mode, both layouts of B) on the default 16-bit tile and two others of depth 16, the
+/// weight gradient (stored and added, both layouts); then the GEMM's timing.
+template <typename T> void runSixteen(std::mt19937_64 &rng, cublasHandle_t handle) {
+  constexpr gpu::MathPath P = gpu::MathPath::kTensor16;
+  using Tile = typename gpu::DefaultGemmTile<T>::type;
+  gemmModes<T, BOp::kIdentity, Tile, P>(rng, "default");
+  gemmModes<T, BOp::kTranspose, Tile, P>(rng, "default");
+  gemmModes<T, BOp::kIdentity, gpu::GemmTile<32, 32, 16, 2, 2>, P>(rng, "32x32x16/2x2");
+  gemmModes<T, BOp::kTranspose, gpu::GemmTile<128, 64, 16, 8, 4>, P>(rng, "128x64x16/8x4");
+  const std::vector<I64> sizes = {0, 5, 3000, 0, 1, 700};
+  checkWeightGrad<T, BOp::kIdentity, Assign::kStore, P>(sizes, 17, 65, 1, 256, rng);
+  checkWeightGrad<T, BOp::kTranspose, Assign::kAdd, P>(sizes, 64, 33, 2, 64, rng);
+  checkWeightGrad<T, BOp::kIdentity, Assign::kAdd, P>(sizes, 3, 1, 1,
+                                                      gpu::defaultWgradChunkRows(3706), rng);
+  checkWeightGrad<T, BOp::kTranspose, Assign::kStore, P>(sizes, 40, 64, 2, 256, rng);
+  timeGemm<T, P>(rng, handle);
 }
 
 } // namespace
@@ -544,9 +769,17 @@ int main() {
   checkCuda(cudaGetDevice(&device), "cudaGetDevice");
   checkCuda(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
   std::printf("device: %s (sm_%d%d)\n", prop.name, prop.major, prop.minor);
+  cublasHandle_t handle;
+  if (cublasCreate(&handle) != CUBLAS_STATUS_SUCCESS) {
+    std::printf("cublasCreate failed\n");
+    std::exit(2);
+  }
   std::mt19937_64 rng(2024);
-  runAll<float>(rng);
-  runAll<double>(rng);
+  runAll<float>(rng, handle);
+  runAll<double>(rng, handle);
+  runSixteen<DevBf16>(rng, handle);
+  runSixteen<DevHalf>(rng, handle);
+  cublasDestroy(handle);
   std::printf("%s: %d check(s) failed\n", failures ? "FAIL" : "PASS", failures);
   return failures ? 1 : 0;
 }
