@@ -142,17 +142,16 @@ template <typename T, typename Tile> struct TileMath<T, Tile, MathPath::kSimt> {
   }
 };
 
-/// TF32 tensor cores (float only): the block's warps split the tile as
-/// mma::WarpTiling says; each K step is kSteps products of depth 8 per
-/// 16 x 8 piece, the operands rounded to TF32 (to nearest, ties away from
-/// zero) and accumulated in FP32 registers laid out as PTX's C fragment.
-/// Built for an architecture without mma.sync TF32 (before sm_80), the same
-/// fragments are computed with FP32 FMAs instead.
-template <typename Tile> struct TileMath<float, Tile, MathPath::kTensorTf32> {
+/// What the tensor-core tile maths share: the block's warps split the tile
+/// as mma::WarpTiling says, with products of shape Frag (mma::Tf32 or
+/// mma::Sixteen); each lane holds FP32 accumulators laid out as PTX's C
+/// fragment. `fmaStep` computes step kk of the same fragments with FP32
+/// FMAs, for architectures without the instruction (before sm_80).
+template <typename T, typename Tile, typename Frag, int Pad> struct WarpMmaMath {
   using A = float;
-  using W = mma::WarpTiling<Tile, mma::Tf32>;
-  using F = mma::Tf32;
-  using Smem = SmemTiles<float, Tile, 8>;
+  using F = Frag;
+  using W = mma::WarpTiling<Tile, Frag>;
+  using Smem = SmemTiles<T, Tile, Pad>;
 
   struct Accum {
     float v[W::kTilesM][W::kTilesN][mma::kCRegs];
@@ -168,11 +167,54 @@ template <typename Tile> struct TileMath<float, Tile, MathPath::kTensorTf32> {
           acc.v[i][j][r] = 0.f;
   }
 
-  __device__ __forceinline__ static void step(const Smem &s, Accum &acc) {
+  __device__ __forceinline__ static void fmaStep(const Smem &s, Accum &acc, int kk) {
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+#pragma unroll
+    for (int i = 0; i < W::kTilesM; ++i)
+#pragma unroll
+      for (int j = 0; j < W::kTilesN; ++j)
+#pragma unroll
+        for (int r = 0; r < mma::kCRegs; ++r) {
+          const mma::Element out = W::cAt(warp, lane, i, j, r);
+          float sum = acc.v[i][j][r];
+#pragma unroll
+          for (int k = kk * F::kK; k < (kk + 1) * F::kK; ++k)
+            sum += static_cast<float>(s.As[k][out.row]) * static_cast<float>(s.Bs[k][out.col]);
+          acc.v[i][j][r] = sum;
+        }
+  }
+
+  template <typename G> __device__ __forceinline__ static void visit(const Accum &acc, G &&f) {
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+#pragma unroll
+    for (int i = 0; i < W::kTilesM; ++i)
+#pragma unroll
+      for (int j = 0; j < W::kTilesN; ++j)
+#pragma unroll
+        for (int r = 0; r < mma::kCRegs; ++r) {
+          const mma::Element e = W::cAt(warp, lane, i, j, r);
+          f(e.row, e.col, acc.v[i][j][r]);
+        }
+  }
+};
+
+/// TF32 tensor cores (float only): each K step is kSteps products of depth
+/// 8 per 16 x 8 piece, the operands rounded to TF32 (to nearest, ties away
+/// from zero), FP32 accumulation. The shared tiles are padded by 8, so that
+/// the fragment loads (eight rows by four k per warp) meet no bank conflicts.
+template <typename Tile>
+struct TileMath<float, Tile, MathPath::kTensorTf32> : WarpMmaMath<float, Tile, mma::Tf32, 8> {
+  using Base = WarpMmaMath<float, Tile, mma::Tf32, 8>;
+  using typename Base::Accum;
+  using typename Base::F;
+  using typename Base::Smem;
+  using typename Base::W;
+
+  __device__ __forceinline__ static void step(const Smem &s, Accum &acc) {
 #pragma unroll
     for (int kk = 0; kk < W::kSteps; ++kk) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+      const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
       std::uint32_t a[W::kTilesM][F::kARegs], b[W::kTilesN][F::kBRegs];
 #pragma unroll
       for (int i = 0; i < W::kTilesM; ++i)
@@ -200,34 +242,9 @@ template <typename Tile> struct TileMath<float, Tile, MathPath::kTensorTf32> {
                          "r"(b[j][1]));
         }
 #else
-#pragma unroll
-      for (int i = 0; i < W::kTilesM; ++i)
-#pragma unroll
-        for (int j = 0; j < W::kTilesN; ++j)
-#pragma unroll
-          for (int r = 0; r < mma::kCRegs; ++r) {
-            const mma::Element out = W::cAt(warp, lane, i, j, r);
-            float sum = acc.v[i][j][r];
-#pragma unroll
-            for (int k = kk * F::kK; k < (kk + 1) * F::kK; ++k)
-              sum += s.As[k][out.row] * s.Bs[k][out.col];
-            acc.v[i][j][r] = sum;
-          }
+      Base::fmaStep(s, acc, kk);
 #endif
     }
-  }
-
-  template <typename F> __device__ __forceinline__ static void visit(const Accum &acc, F &&f) {
-    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-#pragma unroll
-    for (int i = 0; i < W::kTilesM; ++i)
-#pragma unroll
-      for (int j = 0; j < W::kTilesN; ++j)
-#pragma unroll
-        for (int r = 0; r < mma::kCRegs; ++r) {
-          const mma::Element e = W::cAt(warp, lane, i, j, r);
-          f(e.row, e.col, acc.v[i][j][r]);
-        }
   }
 
 private:
@@ -240,39 +257,25 @@ private:
 };
 
 /// 16-bit tensor cores (bfloat16 or float16, as isSixteenBitFloat<T> says):
-/// the warps split the tile as for TF32; each K step is kSteps products of
-/// depth 16 per 16 x 8 piece on the stored 16-bit operands (no rounding:
-/// the products are exact in FP32), accumulated in FP32 registers. The
-/// shared tiles are padded by 4 elements, so that a warp's fragment loads
-/// (8 rows by 4 pairs of k) fall in distinct banks. Built for an
-/// architecture before sm_80, the same fragments are summed with FP32 FMAs.
-template <typename T, typename Tile> struct TileMath<T, Tile, MathPath::kTensor16> {
+/// each K step is kSteps products of depth 16 per 16 x 8 piece on the
+/// stored 16-bit operands (no rounding: the products are exact in FP32),
+/// FP32 accumulation. The shared tiles are padded by 4 elements, so that a
+/// warp's fragment loads (8 rows by 4 pairs of k) fall in distinct banks.
+template <typename T, typename Tile>
+struct TileMath<T, Tile, MathPath::kTensor16> : WarpMmaMath<T, Tile, mma::Sixteen, 4> {
   static_assert(isSixteenBitFloat<T>(), "the 16-bit tensor-core path takes bfloat16 or float16");
   static constexpr bool kBfloat16 = std::numeric_limits<T>::digits == 8;
-  using A = float;
-  using W = mma::WarpTiling<Tile, mma::Sixteen>;
-  using F = mma::Sixteen;
-  using Smem = SmemTiles<T, Tile, 4>;
-
-  struct Accum {
-    float v[W::kTilesM][W::kTilesN][mma::kCRegs];
-  };
-
-  __device__ __forceinline__ static void clear(Accum &acc) {
-#pragma unroll
-    for (int i = 0; i < W::kTilesM; ++i)
-#pragma unroll
-      for (int j = 0; j < W::kTilesN; ++j)
-#pragma unroll
-        for (int r = 0; r < mma::kCRegs; ++r)
-          acc.v[i][j][r] = 0.f;
-  }
+  using Base = WarpMmaMath<T, Tile, mma::Sixteen, 4>;
+  using typename Base::Accum;
+  using typename Base::F;
+  using typename Base::Smem;
+  using typename Base::W;
 
   __device__ __forceinline__ static void step(const Smem &s, Accum &acc) {
-    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
 #pragma unroll
     for (int kk = 0; kk < W::kSteps; ++kk) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+      const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
       std::uint32_t a[W::kTilesM][F::kARegs], b[W::kTilesN][F::kBRegs];
 #pragma unroll
       for (int i = 0; i < W::kTilesM; ++i)
@@ -309,34 +312,9 @@ template <typename T, typename Tile> struct TileMath<T, Tile, MathPath::kTensor1
                            "r"(b[j][1]));
         }
 #else
-#pragma unroll
-      for (int i = 0; i < W::kTilesM; ++i)
-#pragma unroll
-        for (int j = 0; j < W::kTilesN; ++j)
-#pragma unroll
-          for (int r = 0; r < mma::kCRegs; ++r) {
-            const mma::Element out = W::cAt(warp, lane, i, j, r);
-            float sum = acc.v[i][j][r];
-#pragma unroll
-            for (int k = kk * F::kK; k < (kk + 1) * F::kK; ++k)
-              sum += static_cast<float>(s.As[k][out.row]) * static_cast<float>(s.Bs[k][out.col]);
-            acc.v[i][j][r] = sum;
-          }
+      Base::fmaStep(s, acc, kk);
 #endif
     }
-  }
-
-  template <typename F2> __device__ __forceinline__ static void visit(const Accum &acc, F2 &&f) {
-    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-#pragma unroll
-    for (int i = 0; i < W::kTilesM; ++i)
-#pragma unroll
-      for (int j = 0; j < W::kTilesN; ++j)
-#pragma unroll
-        for (int r = 0; r < mma::kCRegs; ++r) {
-          const mma::Element e = W::cAt(warp, lane, i, j, r);
-          f(e.row, e.col, acc.v[i][j][r]);
-        }
   }
 
 private:
