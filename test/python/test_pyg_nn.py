@@ -128,6 +128,54 @@ def test_rgat_equals_pyg(kwargs):
                    kwargs, g, _inputs(g, IN, i), seed=i)
 
 
+def test_rgat_attention_dropout_equals_pyg(monkeypatch):
+    """RGATConv(dropout=p) in training mode drops attention coefficients as PyG's does. With
+    F.dropout replaced by a fixed mask (0 or 1 / (1 - p) per edge and head), ours and PyG's
+    give the same outputs and gradients (float64, 1e-10) on the awkward graphs; with the real
+    F.dropout and the same seed they draw the same mask; in eval mode the layer is the one
+    without dropout."""
+    p = 0.4
+    for i, g in enumerate(graphs()):
+        ei = torch.stack([g.src, g.dst])
+        gen = torch.Generator().manual_seed(10 + i)
+        mask = (torch.rand(g.src.numel(), HEADS, generator=gen, dtype=torch.float64) >= p) / (1 - p)
+        calls = []
+
+        def fixed(t, p=0.5, training=True, inplace=False):
+            assert t.shape == mask.shape and training, (t.shape, training)
+            calls.append(t.shape)
+            return t * mask
+
+        torch.manual_seed(i)
+        pyg = pyg_nn.RGATConv(IN, RGAT_OUT, g.num_relations, heads=HEADS, dropout=p).double()
+        ours = hnn.RGATConv(IN, RGAT_OUT, g.num_relations, heads=HEADS, dropout=p).double()
+        with torch.no_grad():
+            for q in pyg.parameters():
+                q.add_(torch.randn_like(q) * 0.1)
+        ours.load_state_dict(pyg.state_dict())
+        x = _inputs(g, IN, i)
+        with monkeypatch.context() as m:
+            m.setattr(torch.nn.functional, "dropout", fixed)
+            _compare(pyg, ours, g, x)
+        assert len(calls) == 2  # one mask per layer call: PyG's and ours
+
+        # The real F.dropout, the same seed: the same mask on both sides.
+        with torch.no_grad():
+            torch.manual_seed(5)
+            a = pyg(x, ei, g.etype)
+            torch.manual_seed(5)
+            b = ours(x, ei, g.etype)
+            torch.testing.assert_close(b, a, **TOL)
+            pyg.eval(), ours.eval()
+            plain = hnn.RGATConv(IN, RGAT_OUT, g.num_relations, heads=HEADS).double()
+            plain.load_state_dict(ours.state_dict())
+            torch.testing.assert_close(ours(x, ei, g.etype), pyg(x, ei, g.etype), **TOL)
+            assert torch.equal(ours(x, ei, g.etype), plain(x, ei, g.etype))
+            assert not torch.equal(b, plain(x, ei, g.etype))
+    with pytest.raises(ValueError, match="dropout probability has to be between 0 and 1"):
+        hnn.RGATConv(IN, RGAT_OUT, 2, dropout=1.5)
+
+
 def hetero_inputs(g, width, seed=0):
     """PyG's heterogeneous form of an awkward graph: node types t0..t{T-1} (the last without
     nodes), one edge type per (source type, relation, destination type) that occurs, plus one
@@ -628,3 +676,58 @@ def test_autocast_casts_the_layers_as_it_casts_linear(compiled):
     with torch.autocast("cpu", dtype=torch.bfloat16):
         out = conv64(x64, ei, g.etype)
     assert out.dtype == torch.float64 and torch.equal(out, conv64(x64, ei, g.etype))
+
+
+def test_output_and_gradient_dtypes_equal_pyg():
+    """A drop-in returns what PyG's layer returns, dtype included, under bfloat16 autocast and
+    outside it: PyG's RGCNConv sums into zeros of the default dtype (float32 with or without a
+    bias), its FastRGCNConv and RGATConv keep the product's bfloat16 where no float32 bias is
+    added; the gradients of the float32 inputs and weights are float32 on both sides."""
+    g = graphs()[0]
+    ei = torch.stack([g.src, g.dst])
+    cases = [(cls, (IN, OUT, g.num_relations), kw)
+             for cls in ("RGCNConv", "FastRGCNConv")
+             for kw in (dict(), dict(bias=False), dict(root_weight=False, bias=False),
+                        dict(num_bases=3, bias=False), dict(num_blocks=2, bias=False))]
+    cases += [("RGATConv", (IN, RGAT_OUT, g.num_relations), dict(heads=HEADS, **kw))
+              for kw in (dict(), dict(bias=False), dict(concat=False, bias=False))]
+    cases += [("RGCNConv", (g.num_nodes, OUT, g.num_relations), dict(bias=False, featureless=x))
+              for x in ("none", "index")]
+    seen = 0
+    for cls, args, kwargs in cases:
+        featureless = kwargs.pop("featureless", None)
+        if cls == "FastRGCNConv" and "num_blocks" in kwargs:
+            continue  # PyG's FastRGCNConv has no block-diagonal path
+        torch.manual_seed(0)
+        pyg, ours = getattr(pyg_nn, cls)(*args, **kwargs), getattr(hnn, cls)(*args, **kwargs)
+        ours.load_state_dict(pyg.state_dict())
+        for autocast in (True, False):
+            results = []
+            for layer in (pyg, ours):
+                layer.zero_grad()
+                if featureless == "none":
+                    x = None
+                elif featureless == "index":
+                    x = torch.randperm(g.num_nodes)
+                else:
+                    x = torch.randn(g.num_nodes, IN, generator=torch.Generator().manual_seed(1),
+                                    requires_grad=True)
+                with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+                    out = layer(x, ei, g.etype)
+                out.float().sum().backward()
+                grads = {n: p.grad.dtype for n, p in layer.named_parameters()
+                         if p.grad is not None}
+                results.append((out.dtype, x.grad.dtype if featureless is None else None, grads))
+            assert results[1] == results[0], (cls, kwargs, featureless, autocast, results)
+            seen += autocast and results[0][0] == torch.float32
+    assert seen >= 5  # the float32 results of autocast calls (RGCNConv's) are among the cases
+
+    metadata, x_dict, edges = hetero_inputs(g, IN, 0)
+    torch.manual_seed(0)
+    pyg, ours = pyg_nn.HGTConv(IN, IN, metadata, heads=HEADS), hnn.HGTConv(IN, IN, metadata,
+                                                                            heads=HEADS)
+    ours.load_state_dict(pyg.state_dict())
+    x_dict = {k: v.float() for k, v in x_dict.items()}
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        a, b = pyg(x_dict, edges), ours(x_dict, edges)
+    assert {k: v.dtype for k, v in b.items()} == {k: v.dtype for k, v in a.items()}

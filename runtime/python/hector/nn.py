@@ -316,6 +316,9 @@ class RGCNConv(torch.nn.Module):
     ``root_weight``, ``bias``; ``x`` float features). Parameters ``weight``, ``comp``, ``root``,
     ``bias`` as PyG's."""
 
+    # PyG's RGCNConv sums into a float tensor of the default dtype (see _finish).
+    _default_dtype_accumulator = True
+
     def __init__(self, in_channels, out_channels, num_relations, num_bases=None, num_blocks=None,
                  aggr="mean", root_weight=True, is_sorted=False, bias=True, **kwargs):
         super().__init__()
@@ -393,6 +396,16 @@ class RGCNConv(torch.nn.Module):
                                  x, edge_index, edge_type, self.num_relations,
                                  "mean" if self.aggr == "mean" else "add", [x],
                                  [self.relation_weight(), root])
+        return self._finish(out)
+
+    def _finish(self, out):
+        """The bias, and the output's dtype as PyG's: its ``RGCNConv`` sums the relations into
+        ``torch.zeros`` of the default dtype, so a bfloat16 sum (under autocast) comes out in
+        float32 with or without a bias; its ``FastRGCNConv`` has no such accumulator."""
+        if self._default_dtype_accumulator:
+            dtype = torch.promote_types(out.dtype, torch.get_default_dtype())
+            if dtype != out.dtype:
+                out = out.to(dtype)
         if self.bias is not None:
             out = out + self.bias
         return out
@@ -430,7 +443,7 @@ class RGCNConv(torch.nn.Module):
                                                    ("out", self.out_channels)), root,
                          [edge_index, edge_type], [0, self.in_channels, self.num_relations],
                          aggr, [root], [self.relation_weight()])
-            return out + self.bias if self.bias is not None else out
+            return self._finish(out)
         x = x.long()
         w = self.relation_weight().reshape(-1, self.out_channels)
         msg = w.index_select(0, edge_type.long() * self.in_channels + x[edge_index[0].long()])
@@ -439,9 +452,7 @@ class RGCNConv(torch.nn.Module):
         out = _apply("rgcn_conv_rows", (("out", self.out_channels),), root,
                      [edge_index, edge_type], [0, x.shape[0], self.num_relations],
                      aggr, [msg, root], [])
-        if self.bias is not None:
-            out = out + self.bias
-        return out
+        return self._finish(out)
 
     def __repr__(self):
         return (f"{type(self).__name__}({self.in_channels}, {self.out_channels}, "
@@ -450,7 +461,10 @@ class RGCNConv(torch.nn.Module):
 
 class FastRGCNConv(RGCNConv):
     """PyG ``FastRGCNConv``: the same layer as :class:`RGCNConv` (PyG's variant differs in how
-    it computes it, not in what); here both run the same compiled kernels."""
+    it computes it, not in what); here both run the same compiled kernels. Its output keeps the
+    dtype the kernels computed in, as PyG's does."""
+
+    _default_dtype_accumulator = False
 
 
 # --- RGAT ---------------------------------------------------------------------------------
@@ -458,7 +472,8 @@ class FastRGCNConv(RGCNConv):
 class RGATConv(torch.nn.Module):
     """PyG ``RGATConv`` with ``attention_mechanism='across-relation'`` and
     ``attention_mode='additive-self-attention'`` (``heads``, ``concat``, ``negative_slope``,
-    ``num_bases``, ``num_blocks``, ``bias``). Parameters as PyG's (``w``, ``l1``, ``b1``, ``l2``,
+    ``dropout`` of the attention coefficients in training mode, ``num_bases``, ``num_blocks``,
+    ``bias``). Parameters as PyG's (``w``, ``l1``, ``b1``, ``l2``,
     ``b2`` are kept for ``state_dict`` compatibility; they only serve PyG's ``mod`` options)."""
 
     def __init__(self, in_channels, out_channels, num_relations, num_bases=None, num_blocks=None,
@@ -487,8 +502,9 @@ class RGATConv(torch.nn.Module):
             _unsupported(name, "dim", dim)
         if mod is not None:
             _unsupported(name, "mod", mod)
-        if dropout:
-            _unsupported(name, "dropout", dropout, " (attention dropout)")
+        if not 0.0 <= float(dropout) <= 1.0:
+            raise ValueError(f"{name}: dropout probability has to be between 0 and 1, but got "
+                             f"{dropout}")
         if edge_dim is not None:
             _unsupported(name, "edge_dim", edge_dim, " (edge features)")
         if num_bases is not None and num_blocks is not None:
@@ -572,11 +588,21 @@ class RGATConv(torch.nn.Module):
         if x.dim() != 2 or x.shape[1] != self.in_channels:
             raise ValueError(f"{name}: x must have shape [num_nodes, {self.in_channels}], got "
                              f"{list(x.shape)}")
-        out = _apply_homogeneous("rgat_conv", (("H", self.heads), ("d", self.out_channels),
-                                               ("in", self.in_channels),
-                                               ("slope", float(self.negative_slope))),
-                                 x, edge_index, edge_type, self.num_relations, "none", [x],
-                                 [self.relation_weight(), self.q, self.k])
+        params = (("H", self.heads), ("d", self.out_channels), ("in", self.in_channels),
+                  ("slope", float(self.negative_slope)))
+        weights = [self.relation_weight(), self.q, self.k]
+        if self.training and self.dropout > 0:
+            # PyG drops attention coefficients with F.dropout: the same call on ones draws
+            # the same mask (0 or 1 / (1 - p) per edge and head), which rgat_conv_dropout
+            # multiplies into the coefficients after the softmax.
+            num_edges = edge_index.shape[-1] if isinstance(edge_index, torch.Tensor) else 0
+            keep = torch.nn.functional.dropout(
+                x.new_ones(num_edges, self.heads), p=self.dropout, training=True)
+            out = _apply_homogeneous("rgat_conv_dropout", params, x, edge_index, edge_type,
+                                     self.num_relations, "none", [x, keep], weights)
+        else:
+            out = _apply_homogeneous("rgat_conv", params, x, edge_index, edge_type,
+                                     self.num_relations, "none", [x], weights)
         if not self.concat:
             out = out.view(-1, self.heads, self.out_channels).mean(dim=1)
         if self.bias is not None:
