@@ -244,6 +244,47 @@ def test_hgt_equals_pyg():
         _compare_hetero(pyg2, ours, x_dict, ei)
 
 
+def test_hgt_with_a_width_per_node_type_equals_pyg():
+    """in_channels as a {node type: width} dict of different widths (PyG's HeteroDictLinear
+    per type; the skip only where the width equals out_channels): the same state_dict keys and
+    shapes, outputs and gradients as PyG's both ways (float64, 1e-10), on the awkward graphs.
+    A width missing for a node type, a lazy -1 width and features of another width are refused
+    naming them."""
+    for seed, g in enumerate(graphs()):
+        metadata, x_dict, ei = hetero_inputs(g, IN, seed)
+        gen = torch.Generator().manual_seed(seed)
+        widths = {t: (IN, 5, 1, 3)[i % 4] for i, t in enumerate(metadata[0])}
+        x_dict = {t: torch.randn(x.shape[0], widths[t], generator=gen, dtype=torch.float64)
+                  for t, x in x_dict.items()}
+        # A dict in another order than the metadata's: its order is the state_dict's.
+        in_channels = dict(reversed(list(widths.items())))
+        torch.manual_seed(seed)
+        pyg = pyg_nn.HGTConv(in_channels, IN, metadata, heads=HEADS).double()
+        ours = hnn.HGTConv(in_channels, IN, metadata, heads=HEADS).double()
+        assert list(ours.state_dict()) == list(pyg.state_dict())
+        for k, v in pyg.state_dict().items():
+            assert ours.state_dict()[k].shape == v.shape, k
+        with torch.no_grad():
+            for p in pyg.parameters():
+                p.add_(torch.randn_like(p) * 0.3)
+        ours.load_state_dict(pyg.state_dict())
+        _compare_hetero(pyg, ours, x_dict, ei)
+        with torch.no_grad():
+            for p in ours.parameters():
+                p.add_(torch.randn_like(p) * 0.3)
+        pyg2 = pyg_nn.HGTConv(in_channels, IN, metadata, heads=HEADS).double()
+        pyg2.load_state_dict(ours.state_dict())
+        ours.zero_grad()
+        _compare_hetero(pyg2, ours, x_dict, ei)
+    t0, t1 = metadata[0][:2]
+    with pytest.raises(ValueError, match=rf"no width for node types \['{t1}'\]"):
+        hnn.HGTConv({t0: 4}, IN, (metadata[0][:2], metadata[1]))
+    with pytest.raises(NotImplementedError, match="lazy -1"):
+        hnn.HGTConv({**widths, t0: -1}, IN, metadata)
+    with pytest.raises(ValueError, match=rf"x_dict\['{t1}'\] must have shape \[n, 5\]"):
+        ours({**x_dict, t1: torch.zeros(x_dict[t1].shape[0], IN, dtype=torch.float64)}, ei)
+
+
 # --- Graph.from_pyg -----------------------------------------------------------------------
 
 def test_from_pyg_data_and_hetero_data_equal_hand_made_graphs():

@@ -634,11 +634,15 @@ class _Linear(torch.nn.Module):
 
 
 class _HeteroDictLinear(torch.nn.Module):
-    def __init__(self, fin, fout, types):
+    """PyG ``HeteroDictLinear``'s parameters: one ``_Linear`` per type, ``fin`` an int or a
+    ``{type: width}`` dict (its order is the state_dict's, as in PyG)."""
+
+    def __init__(self, fin, fout, types=None):
         super().__init__()
+        widths = fin if isinstance(fin, dict) else {t: fin for t in types}
         self.lins = torch.nn.ModuleDict()
-        for t in types:
-            self.lins[t] = _Linear(fin, fout)
+        for t, width in widths.items():
+            self.lins[t] = _Linear(width, fout)
 
 
 class _HeteroLinear(torch.nn.Module):
@@ -658,9 +662,11 @@ class _HeteroLinear(torch.nn.Module):
 class HGTConv(torch.nn.Module):
     """PyG ``HGTConv(in_channels, out_channels, metadata, heads)``: ``forward(x_dict,
     edge_index_dict)`` returns the outputs of the node types that are destinations of an edge
-    type. Every node type's input width must be the same (``in_channels`` an int, or a dict
-    with one value). Parameters as PyG's (``kqv_lin``, ``out_lin``, ``k_rel``, ``v_rel``,
-    ``skip``, ``p_rel``)."""
+    type. ``in_channels`` is one width for every node type or a ``{node type: width}`` dict
+    (known widths; PyG's lazy ``-1`` is not supported): the compiled layer reads one table of
+    the widest width, narrower types' features and k/q/v weights padded with zero columns and
+    rows, which adds nothing to any product. Parameters as PyG's (``kqv_lin``, ``out_lin``,
+    ``k_rel``, ``v_rel``, ``skip``, ``p_rel``)."""
 
     def __init__(self, in_channels, out_channels, metadata, heads=1, **kwargs):
         super().__init__()
@@ -673,20 +679,26 @@ class HGTConv(torch.nn.Module):
             raise ValueError(f"'out_channels' (got {out_channels}) must be divisible by the "
                              f"number of heads (got {heads})")
         node_types, edge_types = metadata
-        if isinstance(in_channels, dict):
-            widths = set(in_channels.values())
-            if len(widths) != 1 or -1 in widths:
+        if not isinstance(in_channels, dict):
+            in_channels = {t: in_channels for t in node_types}
+        in_channels = dict(in_channels)
+        missing = [t for t in node_types if t not in in_channels]
+        if missing:
+            raise ValueError(f"{name}: in_channels has no width for node types {missing}")
+        for t, width in in_channels.items():
+            if isinstance(width, bool) or not isinstance(width, int) or width < 0:
                 _unsupported(name, "in_channels", in_channels,
-                             ": every node type needs the same, known width")
-            in_channels = widths.pop()
-        self.in_channels = {t: in_channels for t in node_types}
-        self._in = int(in_channels)
+                             ": every node type needs a known width (an int >= 0; lazy -1 "
+                             "widths are not supported)")
+        self.in_channels = in_channels
+        # The compiled layer's input width: the widest node type's.
+        self._in = max((in_channels[t] for t in node_types), default=0)
         self.out_channels, self.heads = out_channels, heads
         self.node_types = list(node_types)
         self.edge_types = [tuple(e) for e in edge_types]
         self.edge_types_map = {e: i for i, e in enumerate(self.edge_types)}
         self.dst_node_types = {e[-1] for e in self.edge_types}
-        self.kqv_lin = _HeteroDictLinear(self._in, out_channels * 3, self.node_types)
+        self.kqv_lin = _HeteroDictLinear(self.in_channels, out_channels * 3)
         self.out_lin = _HeteroDictLinear(out_channels, out_channels, self.node_types)
         d = out_channels // heads
         self.k_rel = _HeteroLinear(d, d, heads * len(self.edge_types))
@@ -704,7 +716,10 @@ class HGTConv(torch.nn.Module):
         H, F = self.heads, self.out_channels
         d, n_et = F // H, len(self.edge_types)
         lins = [self.kqv_lin.lins[t] for t in self.node_types]
-        w = torch.stack([lin.weight for lin in lins])           # [T, 3F, in]
+        # [T, 3F, in], a narrower type's weight padded with zero columns (its features with
+        # zero columns in forward).
+        w = torch.stack([torch.nn.functional.pad(lin.weight, (0, self._in - lin.in_channels))
+                         for lin in lins])
         b = torch.stack([lin.bias for lin in lins])             # [T, 3F]
         T = len(lins)
         parts = []
@@ -731,9 +746,10 @@ class HGTConv(torch.nn.Module):
             if t not in x_dict:
                 raise ValueError(f"{where}: x_dict has no features for node type {t!r}")
             x = x_dict[t]
-            if not isinstance(x, torch.Tensor) or x.dim() != 2 or x.shape[1] != self._in:
+            width = self.in_channels[t]
+            if not isinstance(x, torch.Tensor) or x.dim() != 2 or x.shape[1] != width:
                 shape = list(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
-                raise ValueError(f"{where}: x_dict[{t!r}] must have shape [n, {self._in}], "
+                raise ValueError(f"{where}: x_dict[{t!r}] must have shape [n, {width}], "
                                  f"got {shape}")
         layout = HeteroLayout(self.node_types, self.edge_types,
                               {t: x_dict[t].shape[0] for t in self.node_types})
@@ -754,15 +770,18 @@ class HGTConv(torch.nn.Module):
         for a, r, b in keys:
             spec += [layout.node_type_id[a], self.edge_types_map[(a, r, b)],
                      layout.node_type_id[b]]
-        x = layout.stack(x_dict, where)
+        x = layout.stack({t: torch.nn.functional.pad(x_dict[t], (0, self._in - x_dict[t].shape[1]))
+                          if x_dict[t].shape[1] < self._in else x_dict[t]
+                          for t in self.node_types}, where)
         out = _apply("hgt_conv", (("H", self.heads), ("in", self._in),
                                   ("out", self.out_channels)),
                      x, list(edge_index_dict.values()), spec, "none", [x],
                      self.kernel_weights())
         parts = layout.unstack(out)
         result = {}
-        for t in x_dict:
-            if t not in self.dst_node_types:
+        # PyG's order: its kqv_lin's (in_channels' order) over the destination types.
+        for t in self.kqv_lin.lins:
+            if t not in self.dst_node_types or t not in x_dict:
                 continue
             a = parts[t]
             if a.shape[-1] == x_dict[t].shape[-1]:
