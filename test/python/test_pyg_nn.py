@@ -244,6 +244,49 @@ def test_hgt_equals_pyg():
         _compare_hetero(pyg2, ours, x_dict, ei)
 
 
+def test_rgat_attention_weights_equal_pyg(monkeypatch):
+    """return_attention_weights (True or False: PyG returns them for any bool) gives PyG's
+    (out, (edge_index, alpha)): alpha per edge and head in the caller's edge order, before the
+    attention dropout, and gradients through both out and alpha equal PyG's (float64, 1e-10),
+    eager and under torch.compile(fullgraph=True), on the awkward graphs."""
+    for i, g in enumerate(graphs()):
+        ei = torch.stack([g.src, g.dst])
+        torch.manual_seed(i)
+        pyg = pyg_nn.RGATConv(IN, RGAT_OUT, g.num_relations, heads=HEADS, dropout=0.3).double()
+        ours = hnn.RGATConv(IN, RGAT_OUT, g.num_relations, heads=HEADS, dropout=0.3).double()
+        with torch.no_grad():
+            for q in pyg.parameters():
+                q.add_(torch.randn_like(q) * 0.1)
+        ours.load_state_dict(pyg.state_dict())
+        gen = torch.Generator().manual_seed(20 + i)
+        mask = (torch.rand(g.src.numel(), HEADS, generator=gen, dtype=torch.float64) >= 0.3) / 0.7
+        monkeypatch.setattr(torch.nn.functional, "dropout",
+                            lambda t, p=0.5, training=True, inplace=False: t * mask)
+        x = _inputs(g, IN, i)
+        up = torch.randn(g.num_nodes, HEADS * RGAT_OUT, generator=gen, dtype=torch.float64)
+        up_alpha = torch.randn(g.src.numel(), HEADS, generator=gen, dtype=torch.float64)
+        runs = [(pyg, True, False), (ours, True, False), (ours, False, True), (ours, True, True)]
+        for training in (True, False):
+            results = []
+            for layer, flag, compiled in runs:
+                layer.train(training)
+                layer.zero_grad()
+                xl = x.clone().requires_grad_()
+                run = torch.compile(layer, fullgraph=True, backend="aot_eager") if compiled \
+                    else layer
+                out, (edges, alpha) = run(xl, ei, g.etype, return_attention_weights=flag)
+                assert edges is ei and alpha.shape == (g.src.numel(), HEADS)
+                ((out * up).sum() + (alpha * up_alpha).sum()).backward()
+                results.append([out.detach(), alpha.detach(), xl.grad] +
+                               [q.grad.clone() for q in layer.parameters() if q.grad is not None])
+            for r in results[1:]:
+                assert len(r) == len(results[0])
+                for a, b in zip(results[0], r):
+                    torch.testing.assert_close(b, a, **TOL)
+        # Without the flag: the output alone, the layer without the coefficients.
+        assert isinstance(ours(x, ei, g.etype), torch.Tensor)
+
+
 def test_hgt_with_a_width_per_node_type_equals_pyg():
     """in_channels as a {node type: width} dict of different widths (PyG's HeteroDictLinear
     per type; the skip only where the width equals out_channels): the same state_dict keys and
@@ -545,7 +588,7 @@ def test_opcheck_every_operator():
     torch.library.opcheck(hnn._apply_op, (rgat_ns, [ei, g.etype], spec, "none", [leaf(x)],
                                           [leaf(rgat.weight), leaf(rgat.q), leaf(rgat.k)]))
     grad = torch.randn(g.num_nodes, OUT, dtype=torch.float64)
-    torch.library.opcheck(hnn._apply_backward_op, (rgcn_ns, [ei, g.etype], spec, "mean", grad,
+    torch.library.opcheck(hnn._apply_backward_op, (rgcn_ns, [ei, g.etype], spec, "mean", [grad],
                                                    [x.detach()], [rgcn.weight.detach(),
                                                                   rgcn.root.detach()]))
     # HGT: the heterogeneous graph spec.

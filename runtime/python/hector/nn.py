@@ -119,37 +119,44 @@ def _layer_inputs(ns, edges, spec, norm, inputs):
 
 @torch.library.custom_op("hector_nn::apply", mutates_args=())
 def _apply_op(ns: str, edges: list[torch.Tensor], spec: list[int], norm: str,
-              inputs: list[torch.Tensor], weights: list[torch.Tensor]) -> torch.Tensor:
+              inputs: list[torch.Tensor], weights: list[torch.Tensor]) -> list[torch.Tensor]:
     graph, ins = _layer_inputs(ns, edges, spec, norm, inputs)
     with torch.no_grad():
-        return torch.ops.hector.layer_apply(ns, graph._impl, ins, list(weights), "auto")[0]
+        return list(torch.ops.hector.layer_apply(ns, graph._impl, ins, list(weights), "auto"))
+
+
+def _results(ns):
+    """The manifest's outputs a call returns (the saved activations are internal)."""
+    return [o for o in _manifests[ns]["outputs"] if not o.get("saved")]
 
 
 @_apply_op.register_fake
 def _apply_fake(ns, edges, spec, norm, inputs, weights):
-    width = math.prod(_manifests[ns]["outputs"][0]["dims"])
     num_nodes = spec[1] if spec[0] == 0 else sum(spec[3:3 + spec[1]])
-    return inputs[0].new_empty((num_nodes, width))
+    num_edges = edges[0].shape[-1] if spec[0] == 0 else sum(e.shape[-1] for e in edges)
+    return [inputs[0].new_empty((num_edges if o["space"] == "edge" else num_nodes,
+                                 math.prod(o["dims"]))) for o in _results(ns)]
 
 
 @torch.library.custom_op("hector_nn::apply_backward", mutates_args=())
 def _apply_backward_op(ns: str, edges: list[torch.Tensor], spec: list[int], norm: str,
-                       grad: torch.Tensor, inputs: list[torch.Tensor],
+                       grads: list[torch.Tensor], inputs: list[torch.Tensor],
                        weights: list[torch.Tensor]) -> list[torch.Tensor]:
     graph, ins = _layer_inputs(ns, edges, spec, norm, inputs)
     leaves = [t.detach().requires_grad_() for t in list(inputs) + list(weights)]
     with torch.enable_grad():
-        out = torch.ops.hector.layer_apply(ns, graph._impl,
-                                           leaves[:len(inputs)] + ins[len(inputs):],
-                                           leaves[len(inputs):], "auto")[0]
-        grads = torch.autograd.grad(out, leaves, grad.contiguous(), allow_unused=True)
+        outs = torch.ops.hector.layer_apply(ns, graph._impl,
+                                            leaves[:len(inputs)] + ins[len(inputs):],
+                                            leaves[len(inputs):], "auto")
+        result = torch.autograd.grad(list(outs), leaves, [g.contiguous() for g in grads],
+                                     allow_unused=True)
     return [g.contiguous() if g is not None else torch.zeros(t.shape, dtype=t.dtype,
                                                               device=t.device)
-            for g, t in zip(grads, leaves)]
+            for g, t in zip(result, leaves)]
 
 
 @_apply_backward_op.register_fake
-def _apply_backward_fake(ns, edges, spec, norm, grad, inputs, weights):
+def _apply_backward_fake(ns, edges, spec, norm, grads, inputs, weights):
     return [torch.empty_like(t, memory_format=torch.contiguous_format)
             for t in list(inputs) + list(weights)]
 
@@ -158,15 +165,20 @@ def _setup_context(ctx, inputs, output):
     ns, edges, spec, norm, ins, ws = inputs
     ctx.args = (ns, list(spec), norm)
     ctx.counts = (len(edges), len(ins))
+    # Shape, dtype and device of each output (a zero gradient for one the loss does not reach).
+    ctx.result_meta = [(o.shape, o.dtype, o.device) for o in output]
     ctx.save_for_backward(*edges, *ins, *ws)
 
 
-def _backward(ctx, grad):
+def _backward(ctx, grads):
     ns, spec, norm = ctx.args
     e, k = ctx.counts
     tensors = ctx.saved_tensors
     edges, ins, ws = tensors[:e], tensors[e:e + k], tensors[e + k:]
-    g = _apply_backward_op(ns, list(edges), spec, norm, grad, list(ins), list(ws))
+    # An output the loss does not reach has no gradient: zeros of its shape.
+    grads = [g if g is not None else torch.zeros(shape, dtype=dtype, device=device)
+             for g, (shape, dtype, device) in zip(grads, ctx.result_meta)]
+    g = _apply_backward_op(ns, list(edges), spec, norm, grads, list(ins), list(ws))
     return None, [None] * e, None, None, g[:k], g[k:]
 
 
@@ -201,9 +213,9 @@ _autocast_lib.impl("apply", _apply_autocast_kernel("cuda"), "AutocastCUDA", with
 
 
 def _apply_homogeneous(model, params, x, edge_index, edge_type, num_relations, norm, inputs,
-                       weights):
+                       weights, all_outputs=False):
     """Runs hector/models/<model>.hector on (edge_index, edge_type): layer_apply when eager,
-    hector_nn::apply under torch.compile."""
+    hector_nn::apply under torch.compile. Its first output, or all (``all_outputs``)."""
     where = f"hector.nn.{model}"
     if edge_type is None:
         raise ValueError(f"{where}: edge_type is required (a [E] tensor of relation ids)")
@@ -211,13 +223,15 @@ def _apply_homogeneous(model, params, x, edge_index, edge_type, num_relations, n
         raise NotImplementedError(f"{where}: edge_index must be a [2, E] tensor (SparseTensor "
                                   "adjacencies are not supported)")
     return _apply(model, params, x, [edge_index, edge_type], [0, x.shape[0], num_relations],
-                  norm, inputs, weights)
+                  norm, inputs, weights, all_outputs)
 
 
-def _apply(model, params, x, edges, spec, norm, inputs, weights):
+def _apply(model, params, x, edges, spec, norm, inputs, weights, all_outputs=False):
+    """Runs hector/models/<model>.hector: its first output, or all (``all_outputs``)."""
     ns = _namespace(model, x.device.type, params)
     if torch.compiler.is_compiling():
-        return _apply_op(ns, list(edges), list(spec), norm, list(inputs), list(weights))
+        outs = _apply_op(ns, list(edges), list(spec), norm, list(inputs), list(weights))
+        return outs if all_outputs else outs[0]
     device_type = x.device.type
     if device_type in ("cpu", "cuda") and torch.is_autocast_enabled(device_type):
         # As hector_nn::apply's autocast kernel: inputs and weights cast, norms float32.
@@ -225,9 +239,11 @@ def _apply(model, params, x, edges, spec, norm, inputs, weights):
         weights = _autocast_cast(list(weights), device_type)
         with torch._C._ExcludeDispatchKeyGuard(_AUTOCAST_KEYS):
             graph, ins = _layer_inputs(ns, edges, spec, norm, inputs)
-            return torch.ops.hector.layer_apply(ns, graph._impl, ins, list(weights), "auto")[0]
-    graph, ins = _layer_inputs(ns, edges, spec, norm, inputs)
-    return torch.ops.hector.layer_apply(ns, graph._impl, ins, list(weights), "auto")[0]
+            outs = torch.ops.hector.layer_apply(ns, graph._impl, ins, list(weights), "auto")
+    else:
+        graph, ins = _layer_inputs(ns, edges, spec, norm, inputs)
+        outs = torch.ops.hector.layer_apply(ns, graph._impl, ins, list(weights), "auto")
+    return list(outs) if all_outputs else outs[0]
 
 
 # --- the graph cache ----------------------------------------------------------------------
@@ -473,7 +489,7 @@ class RGATConv(torch.nn.Module):
     """PyG ``RGATConv`` with ``attention_mechanism='across-relation'`` and
     ``attention_mode='additive-self-attention'`` (``heads``, ``concat``, ``negative_slope``,
     ``dropout`` of the attention coefficients in training mode, ``num_bases``, ``num_blocks``,
-    ``bias``). Parameters as PyG's (``w``, ``l1``, ``b1``, ``l2``,
+    ``bias``; ``return_attention_weights`` returns ``(out, (edge_index, alpha))`` as PyG's). Parameters as PyG's (``w``, ``l1``, ``b1``, ``l2``,
     ``b2`` are kept for ``state_dict`` compatibility; they only serve PyG's ``mod`` options)."""
 
     def __init__(self, in_channels, out_channels, num_relations, num_bases=None, num_blocks=None,
@@ -577,9 +593,6 @@ class RGATConv(torch.nn.Module):
         name = type(self).__name__
         if edge_attr is not None:
             _unsupported(name, "edge_attr", "a tensor", " (edge features)")
-        if return_attention_weights is not None:
-            _unsupported(name, "return_attention_weights", return_attention_weights,
-                         " (the kernels do not return the attention coefficients)")
         if not isinstance(x, torch.Tensor) or not torch.is_floating_point(x):
             _unsupported(name, "x", type(x).__name__ if not isinstance(x, torch.Tensor)
                          else "an index tensor", ": pass float node features")
@@ -591,15 +604,25 @@ class RGATConv(torch.nn.Module):
         params = (("H", self.heads), ("d", self.out_channels), ("in", self.in_channels),
                   ("slope", float(self.negative_slope)))
         weights = [self.relation_weight(), self.q, self.k]
-        if self.training and self.dropout > 0:
-            # PyG drops attention coefficients with F.dropout: the same call on ones draws
-            # the same mask (0 or 1 / (1 - p) per edge and head), which rgat_conv_dropout
-            # multiplies into the coefficients after the softmax.
+        dropout = self.training and self.dropout > 0
+        # PyG returns the coefficients whenever return_attention_weights is a bool, either one.
+        attention = isinstance(return_attention_weights, bool)
+        alpha = None
+        if dropout or attention:
             num_edges = edge_index.shape[-1] if isinstance(edge_index, torch.Tensor) else 0
-            keep = torch.nn.functional.dropout(
-                x.new_ones(num_edges, self.heads), p=self.dropout, training=True)
-            out = _apply_homogeneous("rgat_conv_dropout", params, x, edge_index, edge_type,
-                                     self.num_relations, "none", [x, keep], weights)
+            keep = x.new_ones(num_edges, self.heads)
+            if dropout:
+                # PyG drops attention coefficients with F.dropout: the same call on ones
+                # draws the same mask (0 or 1 / (1 - p) per edge and head), which the layer
+                # multiplies into the coefficients after the softmax.
+                keep = torch.nn.functional.dropout(keep, p=self.dropout, training=True)
+            if attention:
+                out, alpha = _apply_homogeneous(
+                    "rgat_conv_attention", params, x, edge_index, edge_type, self.num_relations,
+                    "none", [x, keep], weights, all_outputs=True)
+            else:
+                out = _apply_homogeneous("rgat_conv_dropout", params, x, edge_index, edge_type,
+                                         self.num_relations, "none", [x, keep], weights)
         else:
             out = _apply_homogeneous("rgat_conv", params, x, edge_index, edge_type,
                                      self.num_relations, "none", [x], weights)
@@ -607,6 +630,8 @@ class RGATConv(torch.nn.Module):
             out = out.view(-1, self.heads, self.out_channels).mean(dim=1)
         if self.bias is not None:
             out = out + self.bias
+        if attention:
+            return out, (edge_index, alpha)
         return out
 
     def __repr__(self):
