@@ -287,6 +287,66 @@ def test_rgat_attention_weights_equal_pyg(monkeypatch):
         assert isinstance(ours(x, ei, g.etype), torch.Tensor)
 
 
+@pytest.mark.parametrize("edge_dim", [3, 1])
+def test_rgat_edge_features_equal_pyg(edge_dim, monkeypatch):
+    """edge_dim/edge_attr (PyG's lin_edge and e: a per-edge term of the logits): the same
+    state_dict keys, outputs, attention weights and gradients (x, edge_attr and every
+    parameter) as PyG's, both ways, float64, with the attention dropout (a fixed mask) in
+    training mode; a 1-D edge_attr for edge_dim=1. An edge_attr of the wrong shape, or without
+    edge_dim, is refused naming it."""
+    for i, g in enumerate(graphs()):
+        ei = torch.stack([g.src, g.dst])
+        E = g.src.numel()
+        gen = torch.Generator().manual_seed(30 + i)
+        mask = (torch.rand(E, HEADS, generator=gen, dtype=torch.float64) >= 0.25) / 0.75
+        monkeypatch.setattr(torch.nn.functional, "dropout",
+                            lambda t, p=0.5, training=True, inplace=False: t * mask)
+        ea = torch.randn((E, edge_dim) if edge_dim > 1 else (E,), generator=gen,
+                         dtype=torch.float64)
+        x = _inputs(g, IN, i)
+        up = torch.randn(g.num_nodes, HEADS * RGAT_OUT, generator=gen, dtype=torch.float64)
+        up_alpha = torch.randn(E, HEADS, generator=gen, dtype=torch.float64)
+        torch.manual_seed(i)
+        kw = dict(heads=HEADS, edge_dim=edge_dim, dropout=0.25)
+        pyg = pyg_nn.RGATConv(IN, RGAT_OUT, g.num_relations, **kw).double()
+        ours = hnn.RGATConv(IN, RGAT_OUT, g.num_relations, **kw).double()
+        assert list(ours.state_dict()) == list(pyg.state_dict())
+        for k, v in pyg.state_dict().items():
+            assert ours.state_dict()[k].shape == v.shape, k
+        with torch.no_grad():
+            for q in pyg.parameters():
+                q.add_(torch.randn_like(q) * 0.1)
+        for src, dst in ((pyg, ours), (ours, pyg)):
+            dst.load_state_dict(src.state_dict())
+            for attention in (None, True):
+                results = []
+                for layer in (pyg, ours):
+                    layer.zero_grad()
+                    xl, eal = x.clone().requires_grad_(), ea.clone().requires_grad_()
+                    res = layer(xl, ei, g.etype, edge_attr=eal,
+                                return_attention_weights=attention)
+                    out, alpha = res if attention else (res, None)
+                    loss = (out * up).sum()
+                    if attention:
+                        loss = loss + (alpha[1] * up_alpha).sum()
+                    loss.backward()
+                    results.append([out.detach(), xl.grad, eal.grad] +
+                                   ([alpha[1].detach()] if attention else []) +
+                                   [layer.get_parameter(n).grad for n, _ in
+                                    pyg.named_parameters() if n not in ("w", "l1", "b1", "l2",
+                                                                        "b2")])
+                for a, b in zip(*results):
+                    torch.testing.assert_close(b, a, **TOL)
+            with torch.no_grad():
+                for q in ours.parameters():
+                    q.add_(torch.randn_like(q) * 0.1)
+    with pytest.raises(ValueError, match=r"edge_attr must have shape \[num_edges, edge_dim\]"):
+        ours(x, ei, g.etype, edge_attr=torch.zeros(E + 1, edge_dim, dtype=torch.float64))
+    plain = hnn.RGATConv(IN, RGAT_OUT, g.num_relations, heads=HEADS).double()
+    with pytest.raises(ValueError, match="edge_attr needs the layer built with edge_dim"):
+        plain(x, ei, g.etype, edge_attr=ea)
+
+
 def test_hgt_with_a_width_per_node_type_equals_pyg():
     """in_channels as a {node type: width} dict of different widths (PyG's HeteroDictLinear
     per type; the skip only where the width equals out_channels): the same state_dict keys and

@@ -521,8 +521,6 @@ class RGATConv(torch.nn.Module):
         if not 0.0 <= float(dropout) <= 1.0:
             raise ValueError(f"{name}: dropout probability has to be between 0 and 1, but got "
                              f"{dropout}")
-        if edge_dim is not None:
-            _unsupported(name, "edge_dim", edge_dim, " (edge features)")
         if num_bases is not None and num_blocks is not None:
             raise ValueError("Can not apply both basis-decomposition and "
                              "block-diagonal-decomposition at the same time.")
@@ -541,8 +539,13 @@ class RGATConv(torch.nn.Module):
             self.bias = torch.nn.Parameter(torch.empty(dim * out_channels))
         else:
             self.register_parameter("bias", None)
-        self.lin_edge = None
-        self.register_parameter("e", None)
+        if edge_dim is not None:
+            # PyG's order: e among the parameters here, lin_edge.weight after them.
+            self.lin_edge = _Linear(edge_dim, hc, bias=False)
+            self.e = torch.nn.Parameter(torch.empty(hc, heads * dim))
+        else:
+            self.lin_edge = None
+            self.register_parameter("e", None)
         if num_bases is not None:
             self.att = torch.nn.Parameter(torch.empty(num_relations, num_bases))
             self.basis = torch.nn.Parameter(torch.empty(num_bases, in_channels, hc))
@@ -569,6 +572,9 @@ class RGATConv(torch.nn.Module):
             _glorot(self.weight)
         _glorot(self.q)
         _glorot(self.k)
+        if self.lin_edge is not None:
+            self.lin_edge.reset_parameters()
+            _glorot(self.e)
         with torch.no_grad():
             if self.bias is not None:
                 self.bias.zero_()
@@ -591,8 +597,9 @@ class RGATConv(torch.nn.Module):
     def forward(self, x, edge_index, edge_type=None, edge_attr=None, size=None,
                 return_attention_weights=None):
         name = type(self).__name__
-        if edge_attr is not None:
-            _unsupported(name, "edge_attr", "a tensor", " (edge features)")
+        if edge_attr is not None and self.lin_edge is None:
+            raise ValueError(f"{name}: edge_attr needs the layer built with edge_dim = "
+                             "edge_attr.size(-1)")
         if not isinstance(x, torch.Tensor) or not torch.is_floating_point(x):
             _unsupported(name, "x", type(x).__name__ if not isinstance(x, torch.Tensor)
                          else "an index tensor", ": pass float node features")
@@ -608,7 +615,9 @@ class RGATConv(torch.nn.Module):
         # PyG returns the coefficients whenever return_attention_weights is a bool, either one.
         attention = isinstance(return_attention_weights, bool)
         alpha = None
-        if dropout or attention:
+        if dropout or attention or edge_attr is not None:
+            # rgat_conv_edge / rgat_conv_attention: the dropout mask and the edge features'
+            # logit term as edge inputs (ones and zeros where the layer has none).
             num_edges = edge_index.shape[-1] if isinstance(edge_index, torch.Tensor) else 0
             keep = x.new_ones(num_edges, self.heads)
             if dropout:
@@ -616,13 +625,17 @@ class RGATConv(torch.nn.Module):
                 # draws the same mask (0 or 1 / (1 - p) per edge and head), which the layer
                 # multiplies into the coefficients after the softmax.
                 keep = torch.nn.functional.dropout(keep, p=self.dropout, training=True)
+            if edge_attr is None:
+                ae = x.new_zeros(num_edges, self.heads)
+            else:
+                ae = self._edge_logits(edge_attr, num_edges)
             if attention:
                 out, alpha = _apply_homogeneous(
                     "rgat_conv_attention", params, x, edge_index, edge_type, self.num_relations,
-                    "none", [x, keep], weights, all_outputs=True)
+                    "none", [x, keep, ae], weights, all_outputs=True)
             else:
-                out = _apply_homogeneous("rgat_conv_dropout", params, x, edge_index, edge_type,
-                                         self.num_relations, "none", [x, keep], weights)
+                out = _apply_homogeneous("rgat_conv_edge", params, x, edge_index, edge_type,
+                                         self.num_relations, "none", [x, keep, ae], weights)
         else:
             out = _apply_homogeneous("rgat_conv", params, x, edge_index, edge_type,
                                      self.num_relations, "none", [x], weights)
@@ -634,6 +647,19 @@ class RGATConv(torch.nn.Module):
             return out, (edge_index, alpha)
         return out
 
+    def _edge_logits(self, edge_attr, num_edges):
+        """PyG's edge term of the logits, ``lin_edge(edge_attr) e``: [E, heads]."""
+        name = type(self).__name__
+        if not isinstance(edge_attr, torch.Tensor) or not torch.is_floating_point(edge_attr):
+            raise TypeError(f"{name}: edge_attr must be a floating tensor, got "
+                            f"{getattr(edge_attr, 'dtype', type(edge_attr).__name__)}")
+        if edge_attr.dim() == 1:
+            edge_attr = edge_attr.view(-1, 1)
+        if edge_attr.dim() != 2 or edge_attr.shape != (num_edges, self.edge_dim):
+            raise ValueError(f"{name}: edge_attr must have shape [num_edges, edge_dim] = "
+                             f"[{num_edges}, {self.edge_dim}], got {list(edge_attr.shape)}")
+        return self.lin_edge(edge_attr) @ self.e
+
     def __repr__(self):
         return (f"{type(self).__name__}({self.in_channels}, {self.out_channels}, "
                 f"heads={self.heads})")
@@ -642,20 +668,30 @@ class RGATConv(torch.nn.Module):
 # --- HGT ----------------------------------------------------------------------------------
 
 class _Linear(torch.nn.Module):
-    """A ``weight`` [out, in] and ``bias`` [out] pair with PyG ``Linear``'s state_dict keys."""
+    """A ``weight`` [out, in] and ``bias`` [out] pair with PyG ``Linear``'s state_dict keys
+    (``bias=False``: the weight alone, glorot-initialised, as RGATConv's ``lin_edge``)."""
 
-    def __init__(self, fin, fout):
+    def __init__(self, fin, fout, bias=True):
         super().__init__()
         self.in_channels, self.out_channels = fin, fout
         self.weight = torch.nn.Parameter(torch.empty(fout, fin))
-        self.bias = torch.nn.Parameter(torch.empty(fout))
+        if bias:
+            self.bias = torch.nn.Parameter(torch.empty(fout))
+        else:
+            self.register_parameter("bias", None)
         self.reset_parameters()
 
     def reset_parameters(self):
+        if self.bias is None:
+            _glorot(self.weight)
+            return
         torch.nn.init.kaiming_uniform_(self.weight, a=math.sqrt(5))
         bound = 1.0 / math.sqrt(self.in_channels) if self.in_channels else 0.0
         with torch.no_grad():
             self.bias.uniform_(-bound, bound)
+
+    def forward(self, x):
+        return torch.nn.functional.linear(x, self.weight, self.bias)
 
 
 class _HeteroDictLinear(torch.nn.Module):
