@@ -488,9 +488,11 @@ class FastRGCNConv(RGCNConv):
 class RGATConv(torch.nn.Module):
     """PyG ``RGATConv`` with ``attention_mechanism='across-relation'`` and
     ``attention_mode='additive-self-attention'`` (``heads``, ``concat``, ``negative_slope``,
-    ``dropout`` of the attention coefficients in training mode, ``num_bases``, ``num_blocks``,
-    ``bias``; ``return_attention_weights`` returns ``(out, (edge_index, alpha))`` as PyG's). Parameters as PyG's (``w``, ``l1``, ``b1``, ``l2``,
-    ``b2`` are kept for ``state_dict`` compatibility; they only serve PyG's ``mod`` options)."""
+    ``dropout`` of the attention coefficients in training mode, ``edge_dim`` with
+    ``edge_attr``, ``num_bases``, ``num_blocks``, ``bias``; ``return_attention_weights``
+    returns ``(out, (edge_index, alpha))`` as PyG's). Parameters as PyG's (``w``, ``l1``,
+    ``b1``, ``l2``, ``b2`` are kept for ``state_dict`` compatibility; they only serve PyG's
+    ``mod`` options)."""
 
     def __init__(self, in_channels, out_channels, num_relations, num_bases=None, num_blocks=None,
                  mod=None, attention_mechanism="across-relation",
