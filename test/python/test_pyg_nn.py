@@ -826,7 +826,8 @@ def test_output_and_gradient_dtypes_equal_pyg():
     """A drop-in returns what PyG's layer returns, dtype included, under bfloat16 autocast and
     outside it: PyG's RGCNConv sums into zeros of the default dtype (float32 with or without a
     bias), its FastRGCNConv and RGATConv keep the product's bfloat16 where no float32 bias is
-    added; the gradients of the float32 inputs and weights are float32 on both sides."""
+    added, and featureless FastRGCNConv sums float32 weight rows; the gradients of the float32
+    inputs and weights are float32 on both sides."""
     g = graphs()[0]
     ei = torch.stack([g.src, g.dst])
     cases = [(cls, (IN, OUT, g.num_relations), kw)
@@ -835,8 +836,8 @@ def test_output_and_gradient_dtypes_equal_pyg():
                         dict(num_bases=3, bias=False), dict(num_blocks=2, bias=False))]
     cases += [("RGATConv", (IN, RGAT_OUT, g.num_relations), dict(heads=HEADS, **kw))
               for kw in (dict(), dict(bias=False), dict(concat=False, bias=False))]
-    cases += [("RGCNConv", (g.num_nodes, OUT, g.num_relations), dict(bias=False, featureless=x))
-              for x in ("none", "index")]
+    cases += [(cls, (g.num_nodes, OUT, g.num_relations), dict(bias=False, featureless=x))
+              for cls in ("RGCNConv", "FastRGCNConv") for x in ("none", "index")]
     seen = 0
     for cls, args, kwargs in cases:
         featureless = kwargs.pop("featureless", None)

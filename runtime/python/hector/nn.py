@@ -414,11 +414,12 @@ class RGCNConv(torch.nn.Module):
                                  [self.relation_weight(), root])
         return self._finish(out)
 
-    def _finish(self, out):
+    def _finish(self, out, featureless=False):
         """The bias, and the output's dtype as PyG's: its ``RGCNConv`` sums the relations into
         ``torch.zeros`` of the default dtype, so a bfloat16 sum (under autocast) comes out in
-        float32 with or without a bias; its ``FastRGCNConv`` has no such accumulator."""
-        if self._default_dtype_accumulator:
+        float32 with or without a bias; its ``FastRGCNConv`` has no such accumulator, but its
+        featureless form sums rows of the float32 weights (no product for autocast to cast)."""
+        if self._default_dtype_accumulator or featureless:
             dtype = torch.promote_types(out.dtype, torch.get_default_dtype())
             if dtype != out.dtype:
                 out = out.to(dtype)
@@ -459,7 +460,7 @@ class RGCNConv(torch.nn.Module):
                                                    ("out", self.out_channels)), root,
                          [edge_index, edge_type], [0, self.in_channels, self.num_relations],
                          aggr, [root], [self.relation_weight()])
-            return self._finish(out)
+            return self._finish(out, featureless=True)
         x = x.long()
         w = self.relation_weight().reshape(-1, self.out_channels)
         msg = w.index_select(0, edge_type.long() * self.in_channels + x[edge_index[0].long()])
@@ -468,7 +469,7 @@ class RGCNConv(torch.nn.Module):
         out = _apply("rgcn_conv_rows", (("out", self.out_channels),), root,
                      [edge_index, edge_type], [0, x.shape[0], self.num_relations],
                      aggr, [msg, root], [])
-        return self._finish(out)
+        return self._finish(out, featureless=True)
 
     def __repr__(self):
         return (f"{type(self).__name__}({self.in_channels}, {self.out_channels}, "
