@@ -118,10 +118,12 @@ RGAT_CASES = [
     dict(heads=HEADS, concat=False),
     dict(heads=HEADS, bias=False, num_bases=3),
     dict(heads=HEADS, num_blocks=2),
+    dict(heads=HEADS, concat=False, attention_mode="multiplicative-self-attention"),
 ]
 
 
-@pytest.mark.parametrize("kwargs", RGAT_CASES, ids=["concat", "mean", "bases", "blocks"])
+@pytest.mark.parametrize("kwargs", RGAT_CASES, ids=["concat", "mean", "bases", "blocks",
+                                                    "multiplicative"])
 def test_rgat_equals_pyg(kwargs):
     for i, g in enumerate(graphs()):
         _both_ways(pyg_nn.RGATConv, hnn.RGATConv, (IN, RGAT_OUT, g.num_relations),
@@ -287,12 +289,14 @@ def test_rgat_attention_weights_equal_pyg(monkeypatch):
         assert isinstance(ours(x, ei, g.etype), torch.Tensor)
 
 
-@pytest.mark.parametrize("edge_dim", [3, 1])
-def test_rgat_edge_features_equal_pyg(edge_dim, monkeypatch):
-    """edge_dim/edge_attr (PyG's lin_edge and e: a per-edge term of the logits): the same
-    state_dict keys, outputs, attention weights and gradients (x, edge_attr and every
-    parameter) as PyG's, both ways, float64, with the attention dropout (a fixed mask) in
-    training mode; a 1-D edge_attr for edge_dim=1. An edge_attr of the wrong shape, or without
+@pytest.mark.parametrize("mode,edge_dim", [("additive", 3), ("additive", 1),
+                                           ("multiplicative", 3)])
+def test_rgat_edge_features_equal_pyg(mode, edge_dim, monkeypatch):
+    """edge_dim/edge_attr (PyG's lin_edge and e: a per-edge term of the logits, added in the
+    additive attention mode, multiplied in the multiplicative one): the same state_dict keys,
+    outputs, attention weights and gradients (x, edge_attr and every parameter) as PyG's, both
+    ways, float64, with the attention dropout (a fixed mask) in training mode, with and without
+    edge_attr; a 1-D edge_attr for edge_dim=1. An edge_attr of the wrong shape, or without
     edge_dim, is refused naming it."""
     for i, g in enumerate(graphs()):
         ei = torch.stack([g.src, g.dst])
@@ -307,7 +311,8 @@ def test_rgat_edge_features_equal_pyg(edge_dim, monkeypatch):
         up = torch.randn(g.num_nodes, HEADS * RGAT_OUT, generator=gen, dtype=torch.float64)
         up_alpha = torch.randn(E, HEADS, generator=gen, dtype=torch.float64)
         torch.manual_seed(i)
-        kw = dict(heads=HEADS, edge_dim=edge_dim, dropout=0.25)
+        kw = dict(heads=HEADS, edge_dim=edge_dim, dropout=0.25,
+                  attention_mode=f"{mode}-self-attention")
         pyg = pyg_nn.RGATConv(IN, RGAT_OUT, g.num_relations, **kw).double()
         ours = hnn.RGATConv(IN, RGAT_OUT, g.num_relations, **kw).double()
         assert list(ours.state_dict()) == list(pyg.state_dict())
@@ -318,25 +323,26 @@ def test_rgat_edge_features_equal_pyg(edge_dim, monkeypatch):
                 q.add_(torch.randn_like(q) * 0.1)
         for src, dst in ((pyg, ours), (ours, pyg)):
             dst.load_state_dict(src.state_dict())
-            for attention in (None, True):
+            for attention, use_ea in ((None, True), (True, True), (True, False)):
                 results = []
                 for layer in (pyg, ours):
                     layer.zero_grad()
                     xl, eal = x.clone().requires_grad_(), ea.clone().requires_grad_()
-                    res = layer(xl, ei, g.etype, edge_attr=eal,
+                    res = layer(xl, ei, g.etype, edge_attr=eal if use_ea else None,
                                 return_attention_weights=attention)
                     out, alpha = res if attention else (res, None)
                     loss = (out * up).sum()
                     if attention:
                         loss = loss + (alpha[1] * up_alpha).sum()
                     loss.backward()
-                    results.append([out.detach(), xl.grad, eal.grad] +
-                                   ([alpha[1].detach()] if attention else []) +
-                                   [layer.get_parameter(n).grad for n, _ in
-                                    pyg.named_parameters() if n not in ("w", "l1", "b1", "l2",
-                                                                        "b2")])
-                for a, b in zip(*results):
-                    torch.testing.assert_close(b, a, **TOL)
+                    grads = {n: q.grad for n, q in layer.named_parameters()
+                             if q.grad is not None}
+                    results.append(([out.detach(), xl.grad] + ([eal.grad] if use_ea else []) +
+                                    ([alpha[1].detach()] if attention else []), grads))
+                (a, ga), (b, gb) = results
+                assert list(gb) == list(ga) and ("e" in ga) == use_ea, (list(ga), list(gb))
+                for u, v in zip(a + list(ga.values()), b + list(gb.values())):
+                    torch.testing.assert_close(v, u, **TOL)
             with torch.no_grad():
                 for q in ours.parameters():
                     q.add_(torch.randn_like(q) * 0.1)

@@ -487,8 +487,8 @@ class FastRGCNConv(RGCNConv):
 # --- RGAT ---------------------------------------------------------------------------------
 
 class RGATConv(torch.nn.Module):
-    """PyG ``RGATConv`` with ``attention_mechanism='across-relation'`` and
-    ``attention_mode='additive-self-attention'`` (``heads``, ``concat``, ``negative_slope``,
+    """PyG ``RGATConv`` with ``attention_mechanism='across-relation'``, either
+    ``attention_mode`` (``heads``, ``concat``, ``negative_slope``,
     ``dropout`` of the attention coefficients in training mode, ``edge_dim`` with
     ``edge_attr``, ``num_bases``, ``num_blocks``, ``bias``; ``return_attention_weights``
     returns ``(out, (edge_index, alpha))`` as PyG's). Parameters as PyG's (``w``, ``l1``,
@@ -515,8 +515,6 @@ class RGATConv(torch.nn.Module):
             _unsupported(name, "attention_mechanism", attention_mechanism,
                          ": the model language's softmax normalises over all incoming edges "
                          "of a node, not per relation")
-        if attention_mode != "additive-self-attention":
-            _unsupported(name, "attention_mode", attention_mode)
         if dim != 1:
             _unsupported(name, "dim", dim)
         if mod is not None:
@@ -611,8 +609,13 @@ class RGATConv(torch.nn.Module):
         if x.dim() != 2 or x.shape[1] != self.in_channels:
             raise ValueError(f"{name}: x must have shape [num_nodes, {self.in_channels}], got "
                              f"{list(x.shape)}")
-        params = (("H", self.heads), ("d", self.out_channels), ("in", self.in_channels),
-                  ("slope", float(self.negative_slope)))
+        # additive: LeakyReLU(q_i + k_j (+ edge term)); multiplicative: q_i k_j (x edge term),
+        # the rgat_conv_mul* models (no slope).
+        additive = self.attention_mode == "additive-self-attention"
+        model = "rgat_conv" if additive else "rgat_conv_mul"
+        params = (("H", self.heads), ("d", self.out_channels), ("in", self.in_channels))
+        if additive:
+            params += (("slope", float(self.negative_slope)),)
         weights = [self.relation_weight(), self.q, self.k]
         dropout = self.training and self.dropout > 0
         # PyG returns the coefficients whenever return_attention_weights is a bool, either one.
@@ -628,19 +631,19 @@ class RGATConv(torch.nn.Module):
                 # draws the same mask (0 or 1 / (1 - p) per edge and head), which the layer
                 # multiplies into the coefficients after the softmax.
                 keep = torch.nn.functional.dropout(keep, p=self.dropout, training=True)
-            if edge_attr is None:
-                ae = x.new_zeros(num_edges, self.heads)
+            if edge_attr is None:  # the identity of the edge term: added, or multiplied
+                ae = (x.new_zeros if additive else x.new_ones)(num_edges, self.heads)
             else:
                 ae = self._edge_logits(edge_attr, num_edges)
             if attention:
                 out, alpha = _apply_homogeneous(
-                    "rgat_conv_attention", params, x, edge_index, edge_type, self.num_relations,
+                    model + "_attention", params, x, edge_index, edge_type, self.num_relations,
                     "none", [x, keep, ae], weights, all_outputs=True)
             else:
-                out = _apply_homogeneous("rgat_conv_edge", params, x, edge_index, edge_type,
+                out = _apply_homogeneous(model + "_edge", params, x, edge_index, edge_type,
                                          self.num_relations, "none", [x, keep, ae], weights)
         else:
-            out = _apply_homogeneous("rgat_conv", params, x, edge_index, edge_type,
+            out = _apply_homogeneous(model, params, x, edge_index, edge_type,
                                      self.num_relations, "none", [x], weights)
         if not self.concat:
             out = out.view(-1, self.heads, self.out_channels).mean(dim=1)
@@ -651,7 +654,8 @@ class RGATConv(torch.nn.Module):
         return out
 
     def _edge_logits(self, edge_attr, num_edges):
-        """PyG's edge term of the logits, ``lin_edge(edge_attr) e``: [E, heads]."""
+        """PyG's edge term of the logits, ``lin_edge(edge_attr) e``: [E, heads] (added to the
+        additive logits, multiplied into the multiplicative ones)."""
         name = type(self).__name__
         if not isinstance(edge_attr, torch.Tensor) or not torch.is_floating_point(edge_attr):
             raise TypeError(f"{name}: edge_attr must be a floating tensor, got "
