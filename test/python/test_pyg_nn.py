@@ -225,25 +225,34 @@ def _compare_hetero(pyg, ours, x_dict, ei):
             torch.testing.assert_close(pb[name].grad, p.grad, **TOL, msg=name)
 
 
+def _hgt_both_ways(in_channels, metadata, x_dict, ei, seed):
+    """HGTConv(in_channels, IN): PyG's state_dict into ours, then ours (re-randomised) into a
+    fresh PyG layer; outputs and gradients compared each time."""
+    torch.manual_seed(seed)
+    pyg = pyg_nn.HGTConv(in_channels, IN, metadata, heads=HEADS).double()
+    ours = hnn.HGTConv(in_channels, IN, metadata, heads=HEADS).double()
+    assert list(ours.state_dict()) == list(pyg.state_dict())
+    for k, v in pyg.state_dict().items():
+        assert ours.state_dict()[k].shape == v.shape, k
+    with torch.no_grad():
+        for p in pyg.parameters():
+            p.add_(torch.randn_like(p) * 0.3)
+    ours.load_state_dict(pyg.state_dict())
+    _compare_hetero(pyg, ours, x_dict, ei)
+    with torch.no_grad():
+        for p in ours.parameters():
+            p.add_(torch.randn_like(p) * 0.3)
+    pyg2 = pyg_nn.HGTConv(in_channels, IN, metadata, heads=HEADS).double()
+    pyg2.load_state_dict(ours.state_dict())
+    ours.zero_grad()
+    _compare_hetero(pyg2, ours, x_dict, ei)
+    return ours
+
+
 def test_hgt_equals_pyg():
     for seed, g in enumerate(graphs()):
         metadata, x_dict, ei = hetero_inputs(g, IN, seed)
-        torch.manual_seed(seed)
-        pyg = pyg_nn.HGTConv(IN, IN, metadata, heads=HEADS).double()
-        ours = hnn.HGTConv(IN, IN, metadata, heads=HEADS).double()
-        assert list(ours.state_dict()) == list(pyg.state_dict())
-        with torch.no_grad():
-            for p in pyg.parameters():
-                p.add_(torch.randn_like(p) * 0.3)
-        ours.load_state_dict(pyg.state_dict())
-        _compare_hetero(pyg, ours, x_dict, ei)
-        with torch.no_grad():
-            for p in ours.parameters():
-                p.add_(torch.randn_like(p) * 0.3)
-        pyg2 = pyg_nn.HGTConv(IN, IN, metadata, heads=HEADS).double()
-        pyg2.load_state_dict(ours.state_dict())
-        ours.zero_grad()
-        _compare_hetero(pyg2, ours, x_dict, ei)
+        _hgt_both_ways(IN, metadata, x_dict, ei, seed)
 
 
 def test_rgat_attention_weights_equal_pyg(monkeypatch):
@@ -367,24 +376,7 @@ def test_hgt_with_a_width_per_node_type_equals_pyg():
                   for t, x in x_dict.items()}
         # A dict in another order than the metadata's: its order is the state_dict's.
         in_channels = dict(reversed(list(widths.items())))
-        torch.manual_seed(seed)
-        pyg = pyg_nn.HGTConv(in_channels, IN, metadata, heads=HEADS).double()
-        ours = hnn.HGTConv(in_channels, IN, metadata, heads=HEADS).double()
-        assert list(ours.state_dict()) == list(pyg.state_dict())
-        for k, v in pyg.state_dict().items():
-            assert ours.state_dict()[k].shape == v.shape, k
-        with torch.no_grad():
-            for p in pyg.parameters():
-                p.add_(torch.randn_like(p) * 0.3)
-        ours.load_state_dict(pyg.state_dict())
-        _compare_hetero(pyg, ours, x_dict, ei)
-        with torch.no_grad():
-            for p in ours.parameters():
-                p.add_(torch.randn_like(p) * 0.3)
-        pyg2 = pyg_nn.HGTConv(in_channels, IN, metadata, heads=HEADS).double()
-        pyg2.load_state_dict(ours.state_dict())
-        ours.zero_grad()
-        _compare_hetero(pyg2, ours, x_dict, ei)
+        ours = _hgt_both_ways(in_channels, metadata, x_dict, ei, seed)
     t0, t1 = metadata[0][:2]
     with pytest.raises(ValueError, match=rf"no width for node types \['{t1}'\]"):
         hnn.HGTConv({t0: 4}, IN, (metadata[0][:2], metadata[1]))
