@@ -168,33 +168,32 @@ template <typename T, typename Tile, typename Frag, int Pad> struct WarpMmaMath 
   }
 
   __device__ __forceinline__ static void fmaStep(const Smem &s, Accum &acc, int kk) {
-    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    forEachC(acc, [&](const mma::Element &out, float &v) {
+      float sum = v;
 #pragma unroll
-    for (int i = 0; i < W::kTilesM; ++i)
-#pragma unroll
-      for (int j = 0; j < W::kTilesN; ++j)
-#pragma unroll
-        for (int r = 0; r < mma::kCRegs; ++r) {
-          const mma::Element out = W::cAt(warp, lane, i, j, r);
-          float sum = acc.v[i][j][r];
-#pragma unroll
-          for (int k = kk * F::kK; k < (kk + 1) * F::kK; ++k)
-            sum += static_cast<float>(s.As[k][out.row]) * static_cast<float>(s.Bs[k][out.col]);
-          acc.v[i][j][r] = sum;
-        }
+      for (int k = kk * F::kK; k < (kk + 1) * F::kK; ++k)
+        sum += static_cast<float>(s.As[k][out.row]) * static_cast<float>(s.Bs[k][out.col]);
+      v = sum;
+    });
   }
 
   template <typename G> __device__ __forceinline__ static void visit(const Accum &acc, G &&f) {
+    forEachC(acc, [&](const mma::Element &e, const float &v) { f(e.row, e.col, v); });
+  }
+
+private:
+  /// g(element of the tile, this lane's accumulator of it) for each of the lane's C registers
+  /// (AccumRef: Accum or const Accum).
+  template <typename AccumRef, typename G>
+  __device__ __forceinline__ static void forEachC(AccumRef &acc, G &&g) {
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
 #pragma unroll
     for (int i = 0; i < W::kTilesM; ++i)
 #pragma unroll
       for (int j = 0; j < W::kTilesN; ++j)
 #pragma unroll
-        for (int r = 0; r < mma::kCRegs; ++r) {
-          const mma::Element e = W::cAt(warp, lane, i, j, r);
-          f(e.row, e.col, acc.v[i][j][r]);
-        }
+        for (int r = 0; r < mma::kCRegs; ++r)
+          g(W::cAt(warp, lane, i, j, r), acc.v[i][j][r]);
   }
 };
 
