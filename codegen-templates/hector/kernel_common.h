@@ -127,11 +127,21 @@ template <typename T> struct ReduceOp<Reduce::kMax, T> {
 /// with in(row) = gather ? gather[phys(row)] : phys(row), out(row) = scatter ?
 /// scatter[phys(row)] : phys(row), phys(row) = rows ? rows[row] : row (the
 /// segments' rows may be a permutation of the physical rows: edges grouped by
-/// relation while they are stored by destination), B_s[h] = B + s * strideB + h * K * N, and op() the identity
-/// (B_s[h] is [K, N]) or the transpose (B_s[h] is [N, K]). A row of A holds
-/// heads x K values starting at A + in(row) * lda; a row of C holds heads x N
-/// values starting at C + out(row) * ldc. Strides are in elements.
-template <typename T, typename Index = std::int64_t> struct GemmProblem {
+/// relation while they are stored by destination), B_s[h] = B + s * strideB + h * K * N, and op()
+/// the identity (B_s[h] is [K, N]) or the transpose (B_s[h] is [N, K]). A row of A holds heads x K
+/// values starting at A + in(row) * lda; a row of C holds heads x N values starting at C + out(row)
+/// * ldc. Strides are in elements.
+///
+/// A, B and C may each have their own element type (T, TB, TC; by default all T) provided
+/// they compute in one AccumType: a 16-bit type beside float (bfloat16 or float16 rows of A
+/// times a float32 B into a float32 C, for instance, so that a product of 16-bit rows keeps
+/// float precision), never float beside double. The CPU template takes such mixed problems;
+/// the CUDA template takes one element type.
+template <typename T, typename Index = std::int64_t, typename TB = T, typename TC = T>
+struct GemmProblem {
+  static_assert(std::is_same<AccumType<T>, AccumType<TB>>::value &&
+                    std::is_same<AccumType<T>, AccumType<TC>>::value,
+                "the operands of a GEMM problem compute in one AccumType");
   std::int64_t numSegments = 0;
   /// [numSegments + 1] non-decreasing row offsets; off[0] is usually 0.
   const Index *segOffsets = nullptr;
@@ -147,9 +157,9 @@ template <typename T, typename Index = std::int64_t> struct GemmProblem {
   const Index *rows = nullptr;
   /// Optional row index into A, indexed by physical row (duplicates allowed).
   const Index *gather = nullptr;
-  const T *B = nullptr;
+  const TB *B = nullptr;
   std::int64_t strideB = 0;
-  T *C = nullptr;
+  TC *C = nullptr;
   std::int64_t ldc = 0;
   /// [numRows] output row of every physical row, for `Scatter::kAccumulateIndexPerSegment`
   /// (injective within each segment).
@@ -163,8 +173,13 @@ template <typename T, typename Index = std::int64_t> struct GemmProblem {
 ///
 /// a [K, N] matrix (stored [N, K] for `BOp::kTranspose`, matching the forward
 /// operand's layout), summed over the segment's rows in a fixed order.
-/// An empty segment yields zero (or leaves dB_s unchanged when adding).
-template <typename T, typename Index = std::int64_t> struct WeightGradProblem {
+/// An empty segment yields zero (or leaves dB_s unchanged when adding). A, dC and dB may have
+/// their own element types (T, TG, TD) on the terms of GemmProblem's.
+template <typename T, typename Index = std::int64_t, typename TG = T, typename TD = T>
+struct WeightGradProblem {
+  static_assert(std::is_same<AccumType<T>, AccumType<TG>>::value &&
+                    std::is_same<AccumType<T>, AccumType<TD>>::value,
+                "the operands of a weight-gradient problem compute in one AccumType");
   std::int64_t numSegments = 0;
   const Index *segOffsets = nullptr;
   std::int64_t numRows = 0;
@@ -177,10 +192,10 @@ template <typename T, typename Index = std::int64_t> struct WeightGradProblem {
   /// are indexed by physical row.
   const Index *rows = nullptr;
   const Index *gatherA = nullptr;
-  const T *dC = nullptr;
+  const TG *dC = nullptr;
   std::int64_t ldc = 0;
   const Index *gatherC = nullptr;
-  T *dB = nullptr;
+  TD *dB = nullptr;
   std::int64_t strideB = 0;
 };
 

@@ -628,3 +628,191 @@ TEST_CASE("segmented GEMM: AMX bfloat16 tiles agree with the reference and the v
   }
   omp_set_num_threads(omp_get_num_procs());
 }
+
+namespace {
+
+/// The forward error bound of a float sum of `terms` products (each rounded once, then added
+/// one after another): gamma_n = n u / (1 - n u), u = 2^-24, times the sum of their magnitudes.
+double floatSumBound(I64 terms) {
+  const double nu = static_cast<double>(terms + 1) * std::ldexp(1.0, -24);
+  return nu / (1 - nu);
+}
+
+/// Checks results stored as TC against an exact reference: within the float summation bound of
+/// every element (`absSums` plus |the old value| for an accumulation) and, where TC is 16-bit,
+/// the rounding to it (`roundings` of them, each at `scale`).
+template <typename TC>
+void checkMixedResult(const std::vector<TC> &got, const std::vector<long double> &want,
+                      const std::vector<long double> &absSums, I64 terms, double roundings,
+                      double scale) {
+  std::size_t bad = 0;
+  double worst = 0;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    const double w = static_cast<double>(want[i]);
+    double bound = 2 * floatSumBound(terms) * static_cast<double>(absSums[i]) + 1e-30;
+    if (sizeof(TC) == 2)
+      bound += roundings * std::ldexp(1.0, -8) * std::max(std::fabs(w), scale);
+    const double err = std::fabs(static_cast<double>(got[i]) - w);
+    worst = std::max(worst, err / bound);
+    bad += err > bound;
+  }
+  INFO("worst error / bound = " << worst);
+  CHECK(bad == 0);
+}
+
+/// A segmented GEMM of A (T) by B (TB) into C (TC), the values of B scaled by `scaleB` so that
+/// results reach the hundreds (attention logits): every result within float's summation error
+/// of the exact product of the stored values, rounded once more where C is 16-bit.
+template <typename T, typename TB, typename TC, BOp Op, Scatter Mode, typename Tile>
+void checkMixedGemm(const std::vector<I64> &sizes, I64 K, I64 N, I64 heads, bool gather,
+                    double scaleB, std::mt19937_64 &rng) {
+  const std::vector<I64> off = offsetsFromSizes(sizes);
+  const I64 S = static_cast<I64>(sizes.size()), rows = off.back();
+  const I64 aRows = gather ? 7 : rows;
+  I64 largest = 0;
+  for (I64 size : sizes)
+    largest = std::max(largest, size);
+  const I64 outRows = scatterIsIndexed(Mode) ? largest + 2 : rows;
+  auto A = randomVector<T>(std::max<I64>(1, aRows) * heads * K, rng);
+  auto B = randomVector<TB>(std::max<I64>(1, S) * heads * K * N, rng, -scaleB, scaleB);
+  auto C = randomVector<TC>(outRows * heads * N, rng, -scaleB, scaleB);
+  const auto C0 = C;
+  const std::vector<I64> gidx = randomIndex(rows, std::max<I64>(1, aRows), rng);
+  std::vector<I64> sidx;
+  if (scatterIsIndexed(Mode)) {
+    sidx.resize(rows);
+    std::vector<I64> perm(static_cast<std::size_t>(outRows));
+    for (I64 s = 0; s < S; ++s) {
+      std::iota(perm.begin(), perm.end(), 0);
+      std::shuffle(perm.begin(), perm.end(), rng);
+      for (I64 r = off[s]; r < off[s + 1]; ++r)
+        sidx[r] = perm[r - off[s]];
+    }
+  }
+  GemmProblem<T, I64, TB, TC> p;
+  p.numSegments = S;
+  p.segOffsets = off.data();
+  p.numRows = rows;
+  p.K = K;
+  p.N = N;
+  p.heads = heads;
+  p.A = A.data();
+  p.lda = heads * K;
+  p.gather = gather ? gidx.data() : nullptr;
+  p.B = B.data();
+  p.strideB = heads * K * N;
+  p.C = C.data();
+  p.ldc = heads * N;
+  p.scatter = scatterIsIndexed(Mode) ? sidx.data() : nullptr;
+  segmentedGemm<T, Op, Mode, Tile>(p);
+
+  std::vector<long double> abs;
+  const auto ref = referenceGemmRows(p, Op == BOp::kTranspose, &abs);
+  const I64 width = heads * N;
+  std::vector<long double> want(C0.begin(), C0.end()), wantAbs(C0.size(), 0.0L);
+  if (Mode != Scatter::kStore)
+    for (std::size_t i = 0; i < C0.size(); ++i)
+      wantAbs[i] = std::fabs(static_cast<long double>(C0[i]));
+  for (I64 r = 0; r < rows; ++r)
+    for (I64 c = 0; c < width; ++c) {
+      const I64 out = (Mode == Scatter::kAccumulateIndexPerSegment ? sidx[r] : r) * width + c;
+      want[out] = Mode == Scatter::kStore ? ref[r * width + c] : want[out] + ref[r * width + c];
+      wantAbs[out] += abs[r * width + c];
+    }
+  // A 16-bit C accumulated segment after segment is rounded once per segment, at the magnitude
+  // of the partial sums (bounded by the sum of magnitudes).
+  const bool perSegment = scatterIsIndexed(Mode);
+  double scale = 0;
+  if (perSegment)
+    for (long double a : wantAbs)
+      scale = std::max(scale, static_cast<double>(a));
+  INFO("K=" << K << " N=" << N << " heads=" << heads << " gather=" << gather << " segments=" << S
+            << " rows=" << rows);
+  checkMixedResult(C, want, wantAbs, K * (perSegment ? S : 1) + 1,
+                   perSegment ? static_cast<double>(S) : 1, scale);
+}
+
+template <typename T, typename TG, typename TD, BOp Op, Assign Mode, typename Tile>
+void checkMixedWeightGrad(const std::vector<I64> &sizes, I64 K, I64 N, I64 heads, bool gather,
+                          double scaleG, std::mt19937_64 &rng) {
+  const auto off = offsetsFromSizes(sizes);
+  const I64 S = static_cast<I64>(sizes.size()), rows = off.back();
+  const I64 aRows = gather ? 11 : rows, cRows = gather ? 6 : rows, KN = K * N;
+  auto A = randomVector<T>(std::max<I64>(1, aRows) * heads * K, rng);
+  auto dC = randomVector<TG>(std::max<I64>(1, cRows) * heads * N, rng, -scaleG, scaleG);
+  const auto ga = randomIndex(rows, std::max<I64>(1, aRows), rng);
+  const auto gc = randomIndex(rows, std::max<I64>(1, cRows), rng);
+  auto dB = randomVector<TD>(S * heads * KN, rng);
+  const auto dB0 = dB;
+  WeightGradProblem<T, I64, TG, TD> p;
+  p.numSegments = S;
+  p.segOffsets = off.data();
+  p.numRows = rows;
+  p.K = K;
+  p.N = N;
+  p.heads = heads;
+  p.A = A.data();
+  p.lda = heads * K;
+  p.gatherA = gather ? ga.data() : nullptr;
+  p.dC = dC.data();
+  p.ldc = heads * N;
+  p.gatherC = gather ? gc.data() : nullptr;
+  p.dB = dB.data();
+  p.strideB = heads * KN;
+  segmentedWeightGrad<T, Op, Mode, Tile>(p);
+
+  std::vector<long double> abs;
+  const auto ref = referenceWeightGrad(p, &abs);
+  std::vector<long double> want(dB.size()), wantAbs(dB.size());
+  for (I64 sh = 0; sh < S * heads; ++sh)
+    for (I64 k = 0; k < K; ++k)
+      for (I64 n = 0; n < N; ++n) {
+        const I64 at = sh * KN + (Op == BOp::kIdentity ? k * N + n : n * K + k);
+        const long double old = Mode == Assign::kAdd ? static_cast<long double>(dB0[at]) : 0.0L;
+        want[at] = ref[sh * KN + k * N + n] + old;
+        wantAbs[at] = abs[sh * KN + k * N + n] + std::fabs(old);
+      }
+  INFO("K=" << K << " N=" << N << " heads=" << heads << " gather=" << gather << " rows=" << rows);
+  I64 largest = 0;
+  for (I64 size : sizes)
+    largest = std::max(largest, size);
+  checkMixedResult(dB, want, wantAbs, largest + 1, 1, 0);
+}
+
+template <typename T, typename TB, typename TC> void sweepMixed(double scale) {
+  std::mt19937_64 rng(4321);
+  for (const auto &sizes : kSegmentLayouts)
+    for (I64 K : {1, 17, 64, 65})
+      for (I64 N : {1, 4, 17, 65})
+        for (bool gather : {false, true}) {
+          checkMixedGemm<T, TB, TC, BOp::kIdentity, Scatter::kStore, TinyTile<T>>(
+              sizes, K, N, 1, gather, scale, rng);
+          checkMixedGemm<T, TB, TC, BOp::kIdentity, Scatter::kStore, GemmTile<T>>(
+              sizes, K, N, 1, gather, scale, rng);
+          checkMixedGemm<T, TB, TC, BOp::kTranspose, Scatter::kAccumulate, RaggedTile<T>>(
+              sizes, K, N, 1, gather, scale, rng);
+          checkMixedGemm<T, TB, TC, BOp::kIdentity, Scatter::kAccumulateIndexPerSegment,
+                         GemmTile<T>>(sizes, K, N, 2, gather, scale, rng);
+          checkMixedWeightGrad<T, TB, TC, BOp::kIdentity, Assign::kStore, TinyTile<T>>(
+              sizes, K, N, 1, gather, scale, rng);
+          checkMixedWeightGrad<T, TB, TC, BOp::kTranspose, Assign::kAdd, GemmTile<T>>(
+              sizes, K, N, 2, gather, scale, rng);
+        }
+}
+
+} // namespace
+
+TEST_CASE("segmented GEMM and weight gradient: operands of their own element types",
+          "[cpu][gemm][mixed]") {
+  // 16-bit rows of A beside a float32 B (the second operand of a weight gradient) keep float
+  // precision in a float32 result: a logit of a few hundred computed from bfloat16 features
+  // and a float32 weight is not rounded to 8 bits on the way. The bounds are float's, so a B
+  // or C rounded to 16 bits anywhere fails them.
+  SECTION("bfloat16 A, float32 B and C") { sweepMixed<Bf16, float, float>(30); }
+  SECTION("bfloat16 A without vectorised rounding, float32 B and C") {
+    sweepMixed<PlainBf16, float, float>(30);
+  }
+  SECTION("bfloat16 A, float32 B, bfloat16 C") { sweepMixed<Bf16, float, Bf16>(1); }
+  SECTION("float32 A, bfloat16 B, float32 C") { sweepMixed<float, Bf16, float>(30); }
+  SECTION("bfloat16 A and B, float32 C") { sweepMixed<Bf16, Bf16, float>(30); }
+}

@@ -104,45 +104,60 @@ inline std::vector<I64> randomIndex(std::size_t n, I64 range, std::mt19937_64 &r
 }
 
 /// Reference segmented GEMM in long double: returns the row-aligned results
-/// [rows, heads * N] (before any scatter).
-template <typename T>
-std::vector<long double> referenceGemmRows(const GemmProblem<T, I64> &p, bool transB) {
+/// [rows, heads * N] (before any scatter); `absSums`, when given, receives sum_k |a_k b_k| of
+/// every result, the scale of its rounding error.
+template <typename T, typename TB, typename TC>
+std::vector<long double> referenceGemmRows(const GemmProblem<T, I64, TB, TC> &p, bool transB,
+                                           std::vector<long double> *absSums = nullptr) {
   const I64 rows = p.segOffsets[p.numSegments] - p.segOffsets[0];
   const I64 width = p.heads * p.N;
   std::vector<long double> out(rows * width, 0.0L);
+  if (absSums)
+    absSums->assign(out.size(), 0.0L);
   for (I64 s = 0; s < p.numSegments; ++s)
     for (I64 row = p.segOffsets[s]; row < p.segOffsets[s + 1]; ++row) {
       const I64 in = p.gather ? p.gather[row] : row;
       for (I64 h = 0; h < p.heads; ++h)
         for (I64 n = 0; n < p.N; ++n) {
-          long double acc = 0;
+          long double acc = 0, abs = 0;
           for (I64 k = 0; k < p.K; ++k) {
-            const T b = transB ? p.B[s * p.strideB + h * p.K * p.N + n * p.K + k]
-                               : p.B[s * p.strideB + h * p.K * p.N + k * p.N + n];
-            acc += static_cast<long double>(p.A[in * p.lda + h * p.K + k]) * b;
+            const TB b = transB ? p.B[s * p.strideB + h * p.K * p.N + n * p.K + k]
+                                : p.B[s * p.strideB + h * p.K * p.N + k * p.N + n];
+            const long double term = static_cast<long double>(p.A[in * p.lda + h * p.K + k]) * b;
+            acc += term;
+            abs += std::fabs(term);
           }
-          out[(row - p.segOffsets[0]) * width + h * p.N + n] = acc;
+          const I64 at = (row - p.segOffsets[0]) * width + h * p.N + n;
+          out[at] = acc;
+          if (absSums)
+            (*absSums)[at] = abs;
         }
     }
   return out;
 }
 
 /// Reference weight gradient in long double: [numSegments, heads, K, N]
-/// (always [K, N] per head, whatever the stored layout).
-template <typename T>
-std::vector<long double> referenceWeightGrad(const WeightGradProblem<T, I64> &p) {
+/// (always [K, N] per head, whatever the stored layout); `absSums` as referenceGemmRows'.
+template <typename T, typename TG, typename TD>
+std::vector<long double> referenceWeightGrad(const WeightGradProblem<T, I64, TG, TD> &p,
+                                             std::vector<long double> *absSums = nullptr) {
   const I64 KN = p.K * p.N;
   std::vector<long double> out(p.numSegments * p.heads * KN, 0.0L);
+  if (absSums)
+    absSums->assign(out.size(), 0.0L);
   for (I64 s = 0; s < p.numSegments; ++s)
     for (I64 row = p.segOffsets[s]; row < p.segOffsets[s + 1]; ++row) {
       const I64 ia = p.gatherA ? p.gatherA[row] : row;
       const I64 ic = p.gatherC ? p.gatherC[row] : row;
       for (I64 h = 0; h < p.heads; ++h)
         for (I64 k = 0; k < p.K; ++k)
-          for (I64 n = 0; n < p.N; ++n)
-            out[(s * p.heads + h) * KN + k * p.N + n] +=
-                static_cast<long double>(p.A[ia * p.lda + h * p.K + k]) *
-                p.dC[ic * p.ldc + h * p.N + n];
+          for (I64 n = 0; n < p.N; ++n) {
+            const long double term = static_cast<long double>(p.A[ia * p.lda + h * p.K + k]) *
+                                     p.dC[ic * p.ldc + h * p.N + n];
+            out[(s * p.heads + h) * KN + k * p.N + n] += term;
+            if (absSums)
+              (*absSums)[(s * p.heads + h) * KN + k * p.N + n] += std::fabs(term);
+          }
     }
   return out;
 }

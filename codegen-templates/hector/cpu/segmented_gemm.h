@@ -292,8 +292,9 @@ inline void tileDepthBlock(std::int64_t rows, std::int64_t nv, const T *const *a
 /// in the tiles' pair layout; tasks of up to kAmxRows rows x all N columns x one head, whose
 /// gathered rows are copied into a zero-padded bfloat16 block and multiplied in 32 x 32 tile
 /// blocks over the whole depth.
-template <typename T, BOp Op, typename Index, typename Store>
-void gemmTilesAmx(const GemmProblem<T, Index> &p, Store &&store) {
+template <typename T, BOp Op, typename Index, typename TB, typename TC, typename Store>
+void gemmTilesAmx(const GemmProblem<T, Index, TB, TC> &p, Store &&store) {
+  static_assert(std::is_same_v<T, TB>, "AMX tiles multiply bfloat16 A and B");
   constexpr std::int64_t kAmxRows = 128;
   const std::int64_t K = p.K, N = p.N, H = p.heads, S = p.numSegments;
   if (N == 0 || H == 0)
@@ -357,17 +358,20 @@ void gemmTilesAmx(const GemmProblem<T, Index> &p, Store &&store) {
 /// Computes row-aligned results of every tile and hands each finished
 /// [rows, nw] block to `store(row, head, n0, nw, accRow)`, `row` the problem's
 /// logical row (an index into the segments' rows, before `rows`); `accRow` holds AccumType<T>.
-/// bfloat16 runs on AMX tiles where they are available and enabled (see amx.h).
+/// bfloat16 A and B run on AMX tiles where they are available and enabled (see amx.h); a B of
+/// another type than A (a float B beside 16-bit rows of A) is packed as the accumulation type
+/// like any B, so that it keeps its precision.
 ///
 /// op(B) of every non-empty segment and head is packed once, before the row tiles, into
 /// zero-padded [K, kCols] column blocks of the accumulation type (the tiles of a segment read
 /// the same block from cache rather than each packing its own). Tasks (row tile, column block,
 /// head) are handed out in runs of kTaskRun consecutive ones; within a run, the gathered rows
 /// of the next task are prefetched while the current one computes.
-template <typename T, BOp Op, typename Tile, typename Index, typename Store>
-void gemmTiles(const GemmProblem<T, Index> &p, Store &&store) {
+template <typename T, BOp Op, typename Tile, typename Index, typename TB, typename TC,
+          typename Store>
+void gemmTiles(const GemmProblem<T, Index, TB, TC> &p, Store &&store) {
 #if HECTOR_CPU_AMX
-  if constexpr (isBfloat16Bits<T>())
+  if constexpr (isBfloat16Bits<T>() && std::is_same_v<T, TB>)
     if (amxEnabled())
       return gemmTilesAmx<T, Op>(p, store);
 #endif
@@ -407,10 +411,10 @@ void gemmTiles(const GemmProblem<T, Index> &p, Store &&store) {
     const std::int64_t s = sh / H, head = sh % H;
     if (p.segOffsets[s + 1] == p.segOffsets[s] || K == 0)
       continue;
-    const T *bSeg = p.B + s * p.strideB + head * K * N;
+    const TB *bSeg = p.B + s * p.strideB + head * K * N;
     for (std::int64_t cb = 0; cb < colBlocks; ++cb) {
       const std::int64_t n0 = cb * NC, nw = std::min<std::int64_t>(NC, N - n0);
-      packB<T, Op>(bSeg, K, N, n0, nw, packs.data() + sh * packSize + cb * K * LDP, LDP);
+      packB<TB, Op, Acc>(bSeg, K, N, n0, nw, packs.data() + sh * packSize + cb * K * LDP, LDP);
     }
   }
   // The first row of A that logical row `row` reads (head 0).
@@ -526,9 +530,9 @@ inline void wgradKernelTail(std::int64_t mk, std::int64_t rb, const T *a, std::i
 }
 
 /// The rows of A and dC that row `row` of a weight-gradient problem multiplies, at head `head`.
-template <typename T, typename Index>
-inline std::pair<const T *, const T *> wgradRow(const WeightGradProblem<T, Index> &p,
-                                                std::int64_t row, std::int64_t head) {
+template <typename T, typename Index, typename TG, typename TD>
+inline std::pair<const T *, const TG *> wgradRow(const WeightGradProblem<T, Index, TG, TD> &p,
+                                                 std::int64_t row, std::int64_t head) {
   const std::int64_t phys = p.rows ? static_cast<std::int64_t>(p.rows[row]) : row;
   const std::int64_t ia = p.gatherA ? static_cast<std::int64_t>(p.gatherA[phys]) : phys;
   const std::int64_t ic = p.gatherC ? static_cast<std::int64_t>(p.gatherC[phys]) : phys;
@@ -560,10 +564,11 @@ struct AmxWgradScratch {
 /// kRows rows at a time: rows 2j and 2j + 1 as one 32-bit unit per column (the lower half the
 /// even row), dC's straight into the tiles' pair layout, A's into [rows / 2, K] pairs then
 /// transposed into the [K, rows / 2] first operand; padding rows read the zero row.
-template <typename T, typename Index>
-void wgradRowsAmx(const WeightGradProblem<T, Index> &p, std::int64_t head, std::int64_t begin,
-                  std::int64_t end, std::int64_t KA, std::int64_t NP,
+template <typename T, typename Index, typename TG, typename TD>
+void wgradRowsAmx(const WeightGradProblem<T, Index, TG, TD> &p, std::int64_t head,
+                  std::int64_t begin, std::int64_t end, std::int64_t KA, std::int64_t NP,
                   const AmxWgradScratch &scratch, float *acc) {
+  static_assert(std::is_same_v<T, TG>, "AMX tiles multiply bfloat16 A and dC");
   constexpr std::int64_t RB = AmxWgradScratch::kRows;
   const std::int64_t K = p.K, N = p.N;
   std::uint32_t *aT = scratch.aT, *gPairs = scratch.gPairs, *aPairs = scratch.aPairs;
@@ -617,29 +622,30 @@ void wgradRowsAmx(const WeightGradProblem<T, Index> &p, std::int64_t head, std::
 /// `kAccumulateIndexPerSegment` adds each segment's rows straight into C at `scatter`, one
 /// segment after another (the index is injective within a segment).
 /// A 16-bit C is rounded once per store, so there once per segment that reaches a row.
+/// B and C may have other element types than A (see `GemmProblem`), deduced from `p`.
 template <typename T, BOp Op, Scatter Mode, typename Tile = GemmTile<T>,
-          typename Index = std::int64_t>
-void segmentedGemm(const GemmProblem<T, Index> &p) {
+          typename Index = std::int64_t, typename TB = T, typename TC = T>
+void segmentedGemm(const GemmProblem<T, Index, TB, TC> &p) {
   using Acc = AccumType<T>;
   if constexpr (Mode == Scatter::kStore || Mode == Scatter::kAccumulate) {
     detail::gemmTiles<T, Op, Tile>(p, [&](std::int64_t row, std::int64_t head, std::int64_t n0,
                                           std::int64_t nw, const Acc *HECTOR_RESTRICT acc) {
       const std::int64_t phys = p.rows ? static_cast<std::int64_t>(p.rows[row]) : row;
-      T *HECTOR_RESTRICT c = p.C + phys * p.ldc + head * p.N + n0;
+      TC *HECTOR_RESTRICT c = p.C + phys * p.ldc + head * p.N + n0;
       detail::storeRow<Mode == Scatter::kAccumulate>(c, acc, nw);
     });
   } else {
     static_assert(Mode == Scatter::kAccumulateIndexPerSegment);
     // One segment at a time: within it no two rows share an output row.
     for (std::int64_t s = 0; s < p.numSegments; ++s) {
-      GemmProblem<T, Index> q = p;
+      GemmProblem<T, Index, TB, TC> q = p;
       q.numSegments = 1;
       q.segOffsets = p.segOffsets + s;
       q.B = p.B + s * p.strideB;
       detail::gemmTiles<T, Op, Tile>(q, [&](std::int64_t row, std::int64_t head, std::int64_t n0,
                                             std::int64_t nw, const Acc *HECTOR_RESTRICT acc) {
         const std::int64_t phys = p.rows ? static_cast<std::int64_t>(p.rows[row]) : row;
-        T *HECTOR_RESTRICT c =
+        TC *HECTOR_RESTRICT c =
             p.C + static_cast<std::int64_t>(p.scatter[phys]) * p.ldc + head * p.N + n0;
         detail::storeRow<true>(c, acc, nw);
       });
@@ -655,10 +661,11 @@ void segmentedGemm(const GemmProblem<T, Index> &p) {
 /// tasks (segment, chunk, head) run in parallel, each summing its rows in
 /// order into a cache-blocked [K, N] accumulator; the partials of a segment
 /// are then added in chunk order. The order of every sum is a function of the
-/// problem alone: deterministic, independent of the thread count.
+/// problem alone: deterministic, independent of the thread count. dC and dB may have other
+/// element types than A (see `WeightGradProblem`), deduced from `p`.
 template <typename T, BOp Op, Assign Mode, typename Tile = GemmTile<T>,
-          typename Index = std::int64_t>
-void segmentedWeightGrad(const WeightGradProblem<T, Index> &p) {
+          typename Index = std::int64_t, typename TG = T, typename TD = T>
+void segmentedWeightGrad(const WeightGradProblem<T, Index, TG, TD> &p) {
   using Acc = AccumType<T>;
   using S = detail::Simd<Acc>;
   constexpr std::int64_t L = S::kLanes;
@@ -682,14 +689,14 @@ void segmentedWeightGrad(const WeightGradProblem<T, Index> &p) {
   std::vector<Acc> partials(static_cast<std::size_t>(slotStart[p.numSegments] * H * KNP));
 
   auto writeOut = [&](std::int64_t s, std::int64_t head, const Acc *HECTOR_RESTRICT acc) {
-    T *HECTOR_RESTRICT d = p.dB + s * p.strideB + head * KN;
+    TD *HECTOR_RESTRICT d = p.dB + s * p.strideB + head * KN;
     for (std::int64_t k = 0; k < K; ++k)
       for (std::int64_t n = 0; n < N; ++n) {
         const std::int64_t at = Op == BOp::kIdentity ? k * N + n : n * K + k;
         if constexpr (Mode == Assign::kAdd)
-          d[at] = T(Acc(d[at]) + acc[k * NP + n]);
+          d[at] = TD(Acc(d[at]) + acc[k * NP + n]);
         else
-          d[at] = T(acc[k * NP + n]);
+          d[at] = TD(acc[k * NP + n]);
       }
   };
 
@@ -698,13 +705,14 @@ void segmentedWeightGrad(const WeightGradProblem<T, Index> &p) {
     for (std::int64_t s = 0; s < p.numSegments; ++s)
       if (chunkStart[s + 1] == chunkStart[s])
         for (std::int64_t h = 0; h < H; ++h)
-          std::fill(p.dB + s * p.strideB + h * KN, p.dB + s * p.strideB + (h + 1) * KN, T(0));
+          std::fill(p.dB + s * p.strideB + h * KN, p.dB + s * p.strideB + (h + 1) * KN, TD(0));
   }
 
   // bfloat16 on AMX tiles (detail::wgradRowsAmx): the accumulator has KA >= K rows (K
   // rounded up to whole tiles, the extra rows stay zero).
 #if HECTOR_CPU_AMX
-  const bool useAmx = detail::isBfloat16Bits<T>() && amxEnabled();
+  constexpr bool kAmxTypes = detail::isBfloat16Bits<T>() && std::is_same_v<T, TG>;
+  const bool useAmx = kAmxTypes && amxEnabled();
 #else
   constexpr bool useAmx = false;
 #endif
@@ -754,7 +762,7 @@ void segmentedWeightGrad(const WeightGradProblem<T, Index> &p) {
       std::fill(acc, acc + KAP, Acc(0));
       bool done = false; // by the AMX tiles
 #if HECTOR_CPU_AMX
-      if constexpr (detail::isBfloat16Bits<T>())
+      if constexpr (kAmxTypes)
         if (useAmx) {
           detail::wgradRowsAmx(p, head, begin, end, KA, NP, amxScratch, acc);
           done = true;
@@ -785,7 +793,7 @@ void segmentedWeightGrad(const WeightGradProblem<T, Index> &p) {
         for (std::int64_t r = 0; r < rb; ++r) {
           const auto [a, g] = detail::wgradRow(p, r0 + r, head);
           std::transform(a, a + K, packA + r * K, [](const T &x) { return Acc(x); });
-          std::transform(g, g + N, packG + r * NP, [](const T &x) { return Acc(x); });
+          std::transform(g, g + N, packG + r * NP, [](const TG &x) { return Acc(x); });
           std::fill(packG + r * NP + N, packG + (r + 1) * NP, Acc(0));
         }
         // Register blocks of the [K, NP] accumulator: up to kMaxGroupVectors vectors of n by
