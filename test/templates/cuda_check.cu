@@ -16,7 +16,8 @@
 // (against a bound on TF32's rounding), and the traversals. bfloat16 and float16
 // (cuda_sixteen.h's DevBf16 and DevHalf) run the GEMM and the weight gradient on 16-bit tensor
 // cores, the same problems on three tiles, against a reference in double from the 16-bit
-// operands' values and a bound on the FP32 sums and the rounding to 16 bits (sixteenBitStore).
+// operands' values and a bound on the FP32 sums and the rounding to 16 bits (sixteenBitStore),
+// and beside float32 operands (16-bit A, float32 B and C; checkMixed), on SIMT and TF32.
 //
 // Then it times the segmented GEMM (SIMT; TF32 tensor cores for float; 16-bit tensor cores for
 // bfloat16 and float16) beside cuBLAS at the same shape in the same arithmetic, for information.
@@ -710,6 +711,122 @@ void timeGemm(std::mt19937_64 &rng, cublasHandle_t handle) {
               reference / gathered, reference / dense);
 }
 
+/// Operands of their own element types (16-bit rows of A beside a float32 B, dC and result, as
+/// 16-bit storage for the attention logits needs): the GEMM (store, with a gather) and the
+/// weight gradient, through the run-time choice of the math, against a double reference of the
+/// stored values. Products of a 16-bit and a float32 value are not exact in FP32, so the bound
+/// is the FP32 summation's over one more term (fp32SumError(depth + 1) times the products'
+/// magnitudes M; the chunked weight gradient sums at most rows + chunks terms per element), plus
+/// TF32's rounding of B (tf32Bound: 2^-9 M) when the path asks for it. A B or result rounded to
+/// 16 bits anywhere exceeds it.
+template <typename T, BOp Op, gpu::MathPath Path> void checkMixed(std::mt19937_64 &rng) {
+  const std::vector<I64> sizes = {0, 1, 300, 0, 65, 1000};
+  const auto off = offsetsFromSizes(sizes);
+  const I64 S = static_cast<I64>(sizes.size()), rows = off.back(), aRows = 97;
+  const double tf32 = Path == gpu::MathPath::kTensorTf32 ? 0x1p-9 : 0.0;
+  const std::pair<I64, I64> shapes[] = {{65, 4}, {64, 64}, {17, 65}};
+  for (const auto &shape : shapes) {
+    const I64 K = shape.first, N = shape.second;
+    const auto A = randomVector<T>(aRows * K, rng);
+    const auto B = randomVector<float>(S * K * N, rng, -30.0, 30.0); // logits in the hundreds
+    const auto gidx = randomIndex(rows, aRows, rng);
+    auto bAt = [&](I64 s, I64 k, I64 n) {
+      return static_cast<double>(Op == BOp::kIdentity ? B[s * K * N + k * N + n]
+                                                      : B[s * K * N + n * K + k]);
+    };
+    std::vector<double> want(rows * N, 0.0), bound(rows * N, 0.0);
+    for (I64 s = 0; s < S; ++s)
+      for (I64 r = off[s]; r < off[s + 1]; ++r)
+        for (I64 n = 0; n < N; ++n) {
+          double sum = 0, mag = 0;
+          for (I64 k = 0; k < K; ++k) {
+            const double t =
+                static_cast<double>(static_cast<float>(A[gidx[r] * K + k])) * bAt(s, k, n);
+            sum += t;
+            mag += std::fabs(t);
+          }
+          want[r * N + n] = sum;
+          bound[r * N + n] = (fp32SumError(K + 1) + tf32) * mag;
+        }
+    GemmProblem<T, I64, float, float> p;
+    p.numSegments = S;
+    p.numRows = rows;
+    p.K = K;
+    p.N = N;
+    p.lda = K;
+    p.strideB = K * N;
+    p.ldc = N;
+    DeviceBuffer<I64> dOff(off), dG(gidx);
+    DeviceBuffer<T> dA(A);
+    DeviceBuffer<float> dB(B), dC(std::vector<float>(rows * N, 0.0f));
+    p.segOffsets = dOff.ptr;
+    p.A = dA.ptr;
+    p.gather = dG.ptr;
+    p.B = dB.ptr;
+    p.C = dC.ptr;
+    const std::size_t bytes = gpu::segmentedGemmWorkspaceBytes<T, Scatter::kStore>(p);
+    DeviceBuffer<char> ws(bytes);
+    checkCuda(gpu::launchSegmentedGemm<T, Op, Scatter::kStore>(p, ws.ptr, bytes, nullptr, Path),
+              "mixed gemm");
+    checkCuda(cudaDeviceSynchronize(), "mixed gemm sync");
+    char name[160];
+    std::snprintf(name, sizeof name,
+                  "gemm mixed%s %s x f32 -> f32 op=%d K=%lld N=%lld (error/bound)", pathName(Path),
+                  typeName<T>(), static_cast<int>(Op), static_cast<long long>(K),
+                  static_cast<long long>(N));
+    report(name, boundRatio(dC.download(), want, bound), 1.0);
+
+    // The weight gradient of the same rows: dB_s = sum_r A[gidx[r]]^T dC[r], dC float32.
+    const auto G = randomVector<float>(rows * N, rng, -30.0, 30.0);
+    const I64 chunkRows = 256, KN = K * N;
+    std::vector<double> wantB(S * KN, 0.0), magB(S * KN, 0.0);
+    for (I64 s = 0; s < S; ++s)
+      for (I64 r = off[s]; r < off[s + 1]; ++r)
+        for (I64 k = 0; k < K; ++k)
+          for (I64 n = 0; n < N; ++n) {
+            const double t = static_cast<double>(static_cast<float>(A[gidx[r] * K + k])) *
+                             static_cast<double>(G[r * N + n]);
+            wantB[s * KN + k * N + n] += t;
+            magB[s * KN + k * N + n] += std::fabs(t);
+          }
+    std::vector<double> wantStored(S * KN), boundB(S * KN);
+    for (I64 s = 0; s < S; ++s) {
+      const I64 terms = sizes[s] + ceilDiv<I64>(sizes[s], chunkRows) + 1;
+      for (I64 k = 0; k < K; ++k)
+        for (I64 n = 0; n < N; ++n) {
+          const I64 at = s * KN + (Op == BOp::kIdentity ? k * N + n : n * K + k);
+          wantStored[at] = wantB[s * KN + k * N + n];
+          boundB[at] = (fp32SumError(terms) + tf32) * magB[s * KN + k * N + n];
+        }
+    }
+    WeightGradProblem<T, I64, float, float> w;
+    w.numSegments = S;
+    w.numRows = rows;
+    w.K = K;
+    w.N = N;
+    w.lda = K;
+    w.ldc = N;
+    w.strideB = KN;
+    DeviceBuffer<float> dG2(G), dDB(std::vector<float>(S * KN, 7.0f));
+    w.segOffsets = dOff.ptr;
+    w.A = dA.ptr;
+    w.gatherA = dG.ptr;
+    w.dC = dG2.ptr;
+    w.dB = dDB.ptr;
+    const std::size_t wbytes = gpu::segmentedWeightGradWorkspaceBytes(w, chunkRows);
+    DeviceBuffer<char> wws(wbytes);
+    checkCuda(gpu::launchSegmentedWeightGrad<T, Op, Assign::kStore>(w, chunkRows, wws.ptr, wbytes,
+                                                                    nullptr, Path),
+              "mixed wgrad");
+    checkCuda(cudaDeviceSynchronize(), "mixed wgrad sync");
+    std::snprintf(name, sizeof name,
+                  "weight grad mixed%s %s x f32 -> f32 op=%d K=%lld N=%lld (error/bound)",
+                  pathName(Path), typeName<T>(), static_cast<int>(Op), static_cast<long long>(K),
+                  static_cast<long long>(N));
+    report(name, boundRatio(dDB.download(), wantStored, boundB), 1.0);
+  }
+}
+
 /// float and double: every template, SIMT and (float) TF32; then the GEMM's timings.
 template <typename T> void runAll(std::mt19937_64 &rng, cublasHandle_t handle) {
   gemmModes<T, BOp::kIdentity, typename gpu::DefaultGemmTile<T>::type>(rng, "default");
@@ -744,7 +861,8 @@ template <typename T> void runAll(std::mt19937_64 &rng, cublasHandle_t handle) {
 
 /// bfloat16 or float16 on 16-bit tensor cores: the GEMM problems of float and double (every
 /// scatter mode, both layouts of B) on the default 16-bit tile and two others of depth 16, the
-/// weight gradient (stored and added, both layouts); then the GEMM's timing.
+/// weight gradient (stored and added, both layouts); beside float32 operands (checkMixed); then
+/// the GEMM's timing.
 template <typename T> void runSixteen(std::mt19937_64 &rng, cublasHandle_t handle) {
   constexpr gpu::MathPath P = gpu::MathPath::kTensor16;
   using Tile = typename gpu::DefaultGemmTile<T>::type;
@@ -758,6 +876,9 @@ template <typename T> void runSixteen(std::mt19937_64 &rng, cublasHandle_t handl
   checkWeightGrad<T, BOp::kIdentity, Assign::kAdd, P>(sizes, 3, 1, 1,
                                                       gpu::defaultWgradChunkRows(3706), rng);
   checkWeightGrad<T, BOp::kTranspose, Assign::kStore, P>(sizes, 40, 64, 2, 256, rng);
+  checkMixed<T, BOp::kIdentity, gpu::MathPath::kSimt>(rng);
+  checkMixed<T, BOp::kTranspose, gpu::MathPath::kSimt>(rng);
+  checkMixed<T, BOp::kIdentity, gpu::MathPath::kTensorTf32>(rng);
   timeGemm<T, P>(rng, handle);
 }
 

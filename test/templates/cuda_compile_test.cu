@@ -6,7 +6,8 @@
 // tensor-core math (and the SIMT math) for bfloat16 and float16 (32-bit
 // indices: the index type only changes the gather loads, which float and
 // double cover), and the traversal kernels with the functor shapes emitted
-// code uses, for 32- and 64-bit indices.
+// code uses, for 32- and 64-bit indices; problems of mixed element types (16-bit
+// A beside float32 B and C) on the SIMT and TF32 math.
 //
 //===----------------------------------------------------------------------===//
 #include "cuda_sixteen.h"
@@ -87,6 +88,35 @@ template <typename T, typename Index> void sixteenBit(cudaStream_t s) {
   launchRunSum<T, Index>(Csr<Index>{}, nullptr, 64, nullptr, false, s);
 }
 
+/// Problems whose operands have their own element types (16-bit rows of A beside a float32 B,
+/// a float32 or 16-bit C): staged as float, on the SIMT and TF32 math, explicitly and through
+/// the run-time choice.
+template <typename T, typename Index> void mixedTypes(cudaStream_t s) {
+  using Tile = typename DefaultGemmTile<float>::type;
+  GemmProblem<T, Index, float, float> wide;
+  launchSegmentedGemm<T, BOp::kIdentity, Scatter::kStore, Tile, MathPath::kSimt>(wide, nullptr, 0,
+                                                                                 s);
+  launchSegmentedGemm<T, BOp::kTranspose, Scatter::kAccumulate, Tile, MathPath::kTensorTf32>(
+      wide, nullptr, 0, s);
+  launchSegmentedGemm<T, BOp::kIdentity, Scatter::kAccumulateIndexPerSegment>(
+      wide, nullptr, 0, s, MathPath::kTensorTf32);
+  launchSegmentedGemm<T, BOp::kIdentity, Scatter::kStore>(wide, nullptr, 0, s, MathPath::kSimt);
+  GemmProblem<T, Index, float, T> rounded;
+  launchSegmentedGemm<T, BOp::kIdentity, Scatter::kStore>(rounded, nullptr, 0, s,
+                                                          MathPath::kTensorTf32);
+  GemmProblem<float, Index, T, float> sixteenB;
+  launchSegmentedGemm<float, BOp::kTranspose, Scatter::kAccumulate>(sixteenB, nullptr, 0, s,
+                                                                    MathPath::kSimt);
+  WeightGradProblem<T, Index, float, float> w;
+  launchSegmentedWeightGrad<T, BOp::kIdentity, Assign::kStore>(w, 256, nullptr, 0, s,
+                                                               MathPath::kSimt);
+  launchSegmentedWeightGrad<T, BOp::kTranspose, Assign::kAdd>(w, 256, nullptr, 0, s,
+                                                              MathPath::kTensorTf32);
+  WeightGradProblem<T, Index, float, T> wRounded;
+  launchSegmentedWeightGrad<T, BOp::kIdentity, Assign::kAdd>(wRounded, 256, nullptr, 0, s,
+                                                             MathPath::kSimt);
+}
+
 template <typename T, typename Index> void everything(cudaStream_t s) {
   gemmModes<T, BOp::kIdentity, typename DefaultGemmTile<T>::type, Index>(s);
   gemmModes<T, BOp::kTranspose, typename DefaultGemmTile<T>::type, Index>(s);
@@ -117,6 +147,8 @@ void instantiateAllTemplates(cudaStream_t s) {
   everything<double, std::int32_t>(s);
   sixteenBit<testing::DevBf16, std::int32_t>(s);
   sixteenBit<testing::DevHalf, std::int32_t>(s);
+  mixedTypes<testing::DevBf16, std::int32_t>(s);
+  mixedTypes<testing::DevHalf, std::int64_t>(s);
 }
 
 } // namespace gpu

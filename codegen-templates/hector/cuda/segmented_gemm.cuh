@@ -11,7 +11,10 @@
 // cores for bfloat16 and float16 (mma.sync m16n8k16), both with FP32
 // accumulation, on sm_80 and newer. The paths share the loads, the schedule
 // and the epilogue; the weight gradient uses the same policies on its
-// [rows x K] and [rows x N] tiles.
+// [rows x K] and [rows x N] tiles. A problem whose operands have different
+// element types (16-bit rows of A beside a float32 B, see GemmProblem) is
+// staged in shared memory as float (StageType) and computed as a float32 one;
+// its C is stored in C's own type.
 //
 // The weight-gradient form (dB_s = A_s^T dC_s) splits each segment's rows
 // into fixed-size chunks, writes one partial per chunk and reduces the
@@ -71,6 +74,12 @@ template <typename T> struct DefaultGemmTile {
 };
 template <> struct DefaultGemmTile<float> { using type = GemmTile<64, 64, 16, 4, 4>; };
 template <> struct DefaultGemmTile<double> { using type = GemmTile<64, 64, 8, 4, 4>; };
+
+/// The element type of the shared-memory tiles of a problem whose first operand is T and whose
+/// second is TB: T itself when they agree, otherwise their accumulation type (a 16-bit A beside
+/// a float32 B is widened to float as it is staged, exactly, and multiplied as float32).
+template <typename T, typename TB>
+using StageType = std::conditional_t<std::is_same_v<T, TB>, T, AccumType<T>>;
 
 /// Which arithmetic computes a tile.
 enum class MathPath : int {
@@ -336,12 +345,14 @@ private:
 /// Grid: x = row tiles (upper bound), y = column tiles, z = heads.
 /// `onlySegment` >= 0 restricts the launch to that segment's tiles (x then
 /// counts from its first tile).
-template <typename T, BOp Op, Scatter Mode, typename Tile, MathPath Path, typename Index>
+template <typename T, BOp Op, Scatter Mode, typename Tile, MathPath Path, typename Index,
+          typename TB, typename TC>
 __global__ void __launch_bounds__(Tile::kThreads)
-    segmentedGemmKernel(GemmProblem<T, Index> p, const std::int64_t *__restrict__ tileStart,
+    segmentedGemmKernel(GemmProblem<T, Index, TB, TC> p, const std::int64_t *__restrict__ tileStart,
                         std::int64_t onlySegment) {
   constexpr int BM = Tile::BM, BN = Tile::BN, BK = Tile::BK, NT = Tile::kThreads;
-  using Math = TileMath<T, Tile, Path>;
+  using S = StageType<T, TB>;
+  using Math = TileMath<S, Tile, Path>;
   __shared__ typename Math::Smem smem;
   __shared__ std::int64_t aOffset[BM]; // element offset of each tile row in A, -1 if none
   __shared__ std::int64_t cRow[BM];    // output row of each tile row
@@ -356,7 +367,7 @@ __global__ void __launch_bounds__(Tile::kThreads)
   const std::int64_t rowEnd = p.segOffsets[seg + 1];
   const std::int64_t head = blockIdx.z, n0 = static_cast<std::int64_t>(blockIdx.y) * BN;
   const std::int64_t K = p.K, N = p.N;
-  const T *__restrict__ B = p.B + seg * p.strideB + head * K * N;
+  const TB *__restrict__ B = p.B + seg * p.strideB + head * K * N;
 
   for (int m = threadIdx.x; m < BM; m += NT) {
     const std::int64_t row = rowBegin + m;
@@ -379,7 +390,7 @@ __global__ void __launch_bounds__(Tile::kThreads)
     for (int i = threadIdx.x; i < BM * BK; i += NT) {
       const int m = i / BK, k = i % BK;
       const std::int64_t off = aOffset[m];
-      smem.As[k][m] = (off >= 0 && k0 + k < K) ? p.A[off + k0 + k] : T(0);
+      smem.As[k][m] = (off >= 0 && k0 + k < K) ? static_cast<S>(p.A[off + k0 + k]) : S(0);
     }
     // op(B) tile: read along B's contiguous dimension.
     for (int i = threadIdx.x; i < BK * BN; i += NT) {
@@ -392,9 +403,9 @@ __global__ void __launch_bounds__(Tile::kThreads)
         k = i % BK;
       }
       const bool in = k0 + k < K && n0 + n < N;
-      smem.Bs[k][n] = !in ? T(0)
-                          : (Op == BOp::kIdentity ? B[(k0 + k) * N + n0 + n]
-                                                  : B[(n0 + n) * K + k0 + k]);
+      smem.Bs[k][n] = !in ? S(0)
+                          : static_cast<S>(Op == BOp::kIdentity ? B[(k0 + k) * N + n0 + n]
+                                                                : B[(n0 + n) * K + k0 + k]);
     }
     __syncthreads();
     Math::step(smem, acc);
@@ -406,18 +417,18 @@ __global__ void __launch_bounds__(Tile::kThreads)
     const std::int64_t out = cRow[m], col = n0 + n;
     if (out < 0 || col >= N)
       return;
-    T *c = p.C + out * p.ldc + head * N + col;
+    TC *c = p.C + out * p.ldc + head * N + col;
     if constexpr (Mode == Scatter::kStore)
-      *c = static_cast<T>(v);
+      *c = static_cast<TC>(v);
     else
-      *c = static_cast<T>(static_cast<A>(*c) + v);
+      *c = static_cast<TC>(static_cast<A>(*c) + v);
   });
 }
 
 /// Bytes of workspace `launchSegmentedGemm` needs: the tile schedule.
 template <typename T, Scatter Mode, typename Tile = typename DefaultGemmTile<T>::type,
-          typename Index>
-std::size_t segmentedGemmWorkspaceBytes(const GemmProblem<T, Index> &p) {
+          typename Index, typename TB, typename TC>
+std::size_t segmentedGemmWorkspaceBytes(const GemmProblem<T, Index, TB, TC> &p) {
   return alignBytes((p.numSegments + 1) * sizeof(std::int64_t));
 }
 
@@ -427,8 +438,8 @@ std::size_t segmentedGemmWorkspaceBytes(const GemmProblem<T, Index> &p) {
 /// holds at least `segmentedGemmWorkspaceBytes<T, Mode, Tile>(p)` bytes. No
 /// host synchronisation, no device-to-host copy.
 template <typename T, BOp Op, Scatter Mode, typename Tile = typename DefaultGemmTile<T>::type,
-          MathPath Path = MathPath::kSimt, typename Index>
-cudaError_t launchSegmentedGemm(const GemmProblem<T, Index> &p, void *workspace,
+          MathPath Path = MathPath::kSimt, typename Index, typename TB, typename TC>
+cudaError_t launchSegmentedGemm(const GemmProblem<T, Index, TB, TC> &p, void *workspace,
                                 std::size_t workspaceBytes, cudaStream_t stream) {
   if (p.numSegments == 0 || p.numRows == 0 || p.N == 0 || p.heads == 0)
     return cudaSuccess;
@@ -445,14 +456,14 @@ cudaError_t launchSegmentedGemm(const GemmProblem<T, Index> &p, void *workspace,
     // No two rows of one segment share an output row: the segments run one launch after
     // another on the stream, so no addition races and the order is fixed.
     for (std::int64_t s = 0; s < p.numSegments; ++s) {
-      segmentedGemmKernel<T, Op, Mode, Tile, Path, Index>
+      segmentedGemmKernel<T, Op, Mode, Tile, Path, Index, TB, TC>
           <<<grid, Tile::kThreads, 0, stream>>>(p, tileStart, s);
       if ((err = cudaGetLastError()) != cudaSuccess)
         return err;
     }
     return cudaSuccess;
   }
-  segmentedGemmKernel<T, Op, Mode, Tile, Path, Index>
+  segmentedGemmKernel<T, Op, Mode, Tile, Path, Index, TB, TC>
       <<<grid, Tile::kThreads, 0, stream>>>(p, tileStart, -1);
   return cudaGetLastError();
 }
@@ -461,17 +472,19 @@ cudaError_t launchSegmentedGemm(const GemmProblem<T, Index> &p, void *workspace,
 /// TF32 tensor cores when `path` asks for them and SIMT otherwise (TF32 is
 /// a float32 setting: double is always computed in double); bfloat16 and
 /// float16 always run on 16-bit tensor cores (their products are exact in
-/// the FP32 accumulation, as in SIMT).
-template <typename T, BOp Op, Scatter Mode, typename Index>
-cudaError_t launchSegmentedGemm(const GemmProblem<T, Index> &p, void *workspace,
+/// the FP32 accumulation, as in SIMT). A problem of mixed element types runs
+/// as its StageType: float32 (SIMT, or TF32 where `path` asks for it).
+template <typename T, BOp Op, Scatter Mode, typename Index, typename TB, typename TC>
+cudaError_t launchSegmentedGemm(const GemmProblem<T, Index, TB, TC> &p, void *workspace,
                                 std::size_t workspaceBytes, cudaStream_t stream, MathPath path) {
-  using Tile = typename DefaultGemmTile<T>::type;
-  if constexpr (isSixteenBitFloat<T>()) {
+  using S = StageType<T, TB>;
+  using Tile = typename DefaultGemmTile<S>::type;
+  if constexpr (isSixteenBitFloat<S>()) {
     (void)path;
     return launchSegmentedGemm<T, Op, Mode, Tile, MathPath::kTensor16>(p, workspace, workspaceBytes,
                                                                        stream);
   } else {
-    if constexpr (std::is_same_v<T, float>)
+    if constexpr (std::is_same_v<S, float>)
       if (path == MathPath::kTensorTf32)
         return launchSegmentedGemm<T, Op, Mode, Tile, MathPath::kTensorTf32>(
             p, workspace, workspaceBytes, stream);
@@ -518,13 +531,14 @@ using WgradGemmTile = GemmTile<Tile::BK, Tile::BN, Tile::BR, Tile::TK, Tile::TN>
 /// bound), y = K tiles x N tiles, z = heads. partials is [chunks, heads, K, N]
 /// in AccumType<T>. Each step stages BR rows: As[r][k] = A's gathered row,
 /// Bs[r][n] = dC's.
-template <typename T, typename Tile, MathPath Path, typename Index>
+template <typename T, typename Tile, MathPath Path, typename Index, typename TG, typename TD>
 __global__ void __launch_bounds__(Tile::kThreads)
-    weightGradPartialKernel(WeightGradProblem<T, Index> p,
+    weightGradPartialKernel(WeightGradProblem<T, Index, TG, TD> p,
                             const std::int64_t *__restrict__ chunkStart, std::int64_t chunkRows,
                             AccumType<T> *__restrict__ partials) {
   constexpr int BK = Tile::BK, BN = Tile::BN, BR = Tile::BR, NT = Tile::kThreads;
-  using Math = TileMath<T, WgradGemmTile<Tile>, Path>;
+  using S = StageType<T, TG>;
+  using Math = TileMath<S, WgradGemmTile<Tile>, Path>;
   __shared__ typename Math::Smem smem;
   const std::int64_t chunk = blockIdx.x;
   if (chunk >= chunkStart[p.numSegments])
@@ -543,22 +557,22 @@ __global__ void __launch_bounds__(Tile::kThreads)
     for (int i = threadIdx.x; i < BR * BK; i += NT) {
       const int r = i / BK, k = i % BK;
       const std::int64_t row = r0 + r;
-      T v = T(0);
+      S v = S(0);
       if (row < end && k0 + k < K) {
         const std::int64_t phys = p.rows ? static_cast<std::int64_t>(p.rows[row]) : row;
         const std::int64_t in = p.gatherA ? static_cast<std::int64_t>(p.gatherA[phys]) : phys;
-        v = p.A[in * p.lda + head * K + k0 + k];
+        v = static_cast<S>(p.A[in * p.lda + head * K + k0 + k]);
       }
       smem.As[r][k] = v;
     }
     for (int i = threadIdx.x; i < BR * BN; i += NT) {
       const int r = i / BN, n = i % BN;
       const std::int64_t row = r0 + r;
-      T v = T(0);
+      S v = S(0);
       if (row < end && n0 + n < N) {
         const std::int64_t phys = p.rows ? static_cast<std::int64_t>(p.rows[row]) : row;
         const std::int64_t in = p.gatherC ? static_cast<std::int64_t>(p.gatherC[phys]) : phys;
-        v = p.dC[in * p.ldc + head * N + n0 + n];
+        v = static_cast<S>(p.dC[in * p.ldc + head * N + n0 + n]);
       }
       smem.Bs[r][n] = v;
     }
@@ -576,10 +590,10 @@ __global__ void __launch_bounds__(Tile::kThreads)
 }
 
 /// dB_s[h] (=|+=) sum of the segment's partials in chunk order, in
-/// AccumType<T> and rounded to T once; an empty segment stores 0 (or is left
-/// unchanged when adding).
-template <typename T, BOp Op, Assign Mode, typename Index>
-__global__ void weightGradReduceKernel(WeightGradProblem<T, Index> p,
+/// AccumType<T> and rounded to dB's type once; an empty segment stores 0 (or
+/// is left unchanged when adding).
+template <typename T, BOp Op, Assign Mode, typename Index, typename TG, typename TD>
+__global__ void weightGradReduceKernel(WeightGradProblem<T, Index, TG, TD> p,
                                        const std::int64_t *__restrict__ chunkStart,
                                        const AccumType<T> *__restrict__ partials) {
   using A = AccumType<T>;
@@ -592,17 +606,17 @@ __global__ void weightGradReduceKernel(WeightGradProblem<T, Index> p,
     for (std::int64_t c = c0; c < c1; ++c)
       acc += partials[(c * p.heads + head) * KN + kn];
     const std::int64_t k = kn / p.N, n = kn % p.N;
-    T *d = p.dB + seg * p.strideB + head * KN + (Op == BOp::kIdentity ? k * p.N + n : n * p.K + k);
+    TD *d = p.dB + seg * p.strideB + head * KN + (Op == BOp::kIdentity ? k * p.N + n : n * p.K + k);
     if constexpr (Mode == Assign::kAdd)
-      *d = static_cast<T>(static_cast<A>(*d) + acc);
+      *d = static_cast<TD>(static_cast<A>(*d) + acc);
     else
-      *d = static_cast<T>(acc);
+      *d = static_cast<TD>(acc);
   }
 }
 
 /// Bytes of workspace `launchSegmentedWeightGrad` needs for `chunkRows`.
-template <typename T, typename Index>
-std::size_t segmentedWeightGradWorkspaceBytes(const WeightGradProblem<T, Index> &p,
+template <typename T, typename Index, typename TG, typename TD>
+std::size_t segmentedWeightGradWorkspaceBytes(const WeightGradProblem<T, Index, TG, TD> &p,
                                               std::int64_t chunkRows) {
   const std::int64_t chunks = maxUnits(p.numRows, p.numSegments, chunkRows);
   return alignBytes((p.numSegments + 1) * sizeof(std::int64_t)) +
@@ -613,10 +627,10 @@ std::size_t segmentedWeightGradWorkspaceBytes(const WeightGradProblem<T, Index> 
 /// cutting every segment into chunks of `chunkRows` rows (use
 /// `defaultWgradChunkRows(p.numRows)`); deterministic for a given chunkRows.
 template <typename T, BOp Op, Assign Mode, typename Tile = typename DefaultWgradTile<T>::type,
-          MathPath Path = MathPath::kSimt, typename Index>
-cudaError_t launchSegmentedWeightGrad(const WeightGradProblem<T, Index> &p, std::int64_t chunkRows,
-                                      void *workspace, std::size_t workspaceBytes,
-                                      cudaStream_t stream) {
+          MathPath Path = MathPath::kSimt, typename Index, typename TG, typename TD>
+cudaError_t launchSegmentedWeightGrad(const WeightGradProblem<T, Index, TG, TD> &p,
+                                      std::int64_t chunkRows, void *workspace,
+                                      std::size_t workspaceBytes, cudaStream_t stream) {
   if (p.numSegments == 0 || p.K == 0 || p.N == 0 || p.heads == 0)
     return cudaSuccess;
   if (chunkRows <= 0 || workspaceBytes < segmentedWeightGradWorkspaceBytes(p, chunkRows))
@@ -633,14 +647,14 @@ cudaError_t launchSegmentedWeightGrad(const WeightGradProblem<T, Index> &p, std:
   if (p.numRows > 0) {
     const dim3 grid(static_cast<unsigned>(chunks), static_cast<unsigned>(tiles),
                     static_cast<unsigned>(p.heads));
-    weightGradPartialKernel<T, Tile, Path, Index>
+    weightGradPartialKernel<T, Tile, Path, Index, TG, TD>
         <<<grid, Tile::kThreads, 0, stream>>>(p, chunkStart, chunkRows, partials);
     if ((err = cudaGetLastError()) != cudaSuccess)
       return err;
   }
   const std::int64_t total = p.numSegments * p.heads * p.K * p.N;
   const std::int64_t blocks = ceilDiv<std::int64_t>(total, 256);
-  weightGradReduceKernel<T, Op, Mode, Index>
+  weightGradReduceKernel<T, Op, Mode, Index, TG, TD>
       <<<static_cast<unsigned>(blocks < 65535 ? blocks : 65535), 256, 0, stream>>>(p, chunkStart,
                                                                                    partials);
   return cudaGetLastError();
@@ -648,17 +662,19 @@ cudaError_t launchSegmentedWeightGrad(const WeightGradProblem<T, Index> &p, std:
 
 /// launchSegmentedWeightGrad with the tile math chosen at run time, as for
 /// launchSegmentedGemm.
-template <typename T, BOp Op, Assign Mode, typename Index>
-cudaError_t launchSegmentedWeightGrad(const WeightGradProblem<T, Index> &p, std::int64_t chunkRows,
-                                      void *workspace, std::size_t workspaceBytes,
-                                      cudaStream_t stream, MathPath path) {
-  using Tile = typename DefaultWgradTile<T>::type;
-  if constexpr (isSixteenBitFloat<T>()) {
+template <typename T, BOp Op, Assign Mode, typename Index, typename TG, typename TD>
+cudaError_t launchSegmentedWeightGrad(const WeightGradProblem<T, Index, TG, TD> &p,
+                                      std::int64_t chunkRows, void *workspace,
+                                      std::size_t workspaceBytes, cudaStream_t stream,
+                                      MathPath path) {
+  using S = StageType<T, TG>;
+  using Tile = typename DefaultWgradTile<S>::type;
+  if constexpr (isSixteenBitFloat<S>()) {
     (void)path;
     return launchSegmentedWeightGrad<T, Op, Mode, Tile, MathPath::kTensor16>(
         p, chunkRows, workspace, workspaceBytes, stream);
   } else {
-    if constexpr (std::is_same_v<T, float>)
+    if constexpr (std::is_same_v<S, float>)
       if (path == MathPath::kTensorTf32)
         return launchSegmentedWeightGrad<T, Op, Mode, Tile, MathPath::kTensorTf32>(
             p, chunkRows, workspace, workspaceBytes, stream);
