@@ -60,19 +60,8 @@ void checkGemm(const std::vector<I64> &sizes, I64 K, I64 N, I64 heads, bool gath
   auto C = randomVector<T>(outRows * heads * N, rng);
   const auto C0 = C;
   std::vector<I64> gidx = randomIndex(rows, std::max<I64>(1, aRows), rng);
-  std::vector<I64> sidx;
-  if (Mode == Scatter::kAccumulateIndexPerSegment) {
-    // Injective within each segment (a node's pairs of one relation), shared across them:
-    // every segment's rows go to distinct rows of a shuffled [0, outRows) prefix.
-    sidx.resize(rows);
-    std::vector<I64> perm(static_cast<std::size_t>(outRows));
-    for (I64 s = 0; s < S; ++s) {
-      std::iota(perm.begin(), perm.end(), 0);
-      std::shuffle(perm.begin(), perm.end(), rng);
-      for (I64 r = off[s]; r < off[s + 1]; ++r)
-        sidx[r] = perm[r - off[s]];
-    }
-  }
+  const std::vector<I64> sidx =
+      scatterIsIndexed(Mode) ? injectivePerSegment(off, outRows, rng) : std::vector<I64>();
 
   GemmProblem<T, I64> p;
   p.numSegments = S;
@@ -168,13 +157,7 @@ TEMPLATE_TEST_CASE("segmented GEMM: accumulation into shared rows is determinist
   const I64 rows = off.back(), K = 33, N = 20, outRows = 64;
   auto A = randomVector<T>(rows * K, rng);
   auto B = randomVector<T>(sizes.size() * K * N, rng);
-  std::vector<I64> sidx(static_cast<std::size_t>(rows)), perm(static_cast<std::size_t>(outRows));
-  for (std::size_t s = 0; s < sizes.size(); ++s) {
-    std::iota(perm.begin(), perm.end(), 0);
-    std::shuffle(perm.begin(), perm.end(), rng);
-    for (I64 r = off[s]; r < off[s + 1]; ++r)
-      sidx[r] = perm[r - off[s]];
-  }
+  const std::vector<I64> sidx = injectivePerSegment(off, outRows, rng);
   std::vector<T> first;
   for (int threads : {1, 2, 3, 4}) {
     std::vector<T> C(outRows * N, T(0));
@@ -678,17 +661,8 @@ void checkMixedGemm(const std::vector<I64> &sizes, I64 K, I64 N, I64 heads, bool
   auto C = randomVector<TC>(outRows * heads * N, rng, -scaleB, scaleB);
   const auto C0 = C;
   const std::vector<I64> gidx = randomIndex(rows, std::max<I64>(1, aRows), rng);
-  std::vector<I64> sidx;
-  if (scatterIsIndexed(Mode)) {
-    sidx.resize(rows);
-    std::vector<I64> perm(static_cast<std::size_t>(outRows));
-    for (I64 s = 0; s < S; ++s) {
-      std::iota(perm.begin(), perm.end(), 0);
-      std::shuffle(perm.begin(), perm.end(), rng);
-      for (I64 r = off[s]; r < off[s + 1]; ++r)
-        sidx[r] = perm[r - off[s]];
-    }
-  }
+  const std::vector<I64> sidx =
+      scatterIsIndexed(Mode) ? injectivePerSegment(off, outRows, rng) : std::vector<I64>();
   GemmProblem<T, I64, TB, TC> p;
   p.numSegments = S;
   p.segOffsets = off.data();

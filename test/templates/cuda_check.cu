@@ -271,19 +271,9 @@ void checkGemm(const std::vector<I64> &sizes, I64 K, I64 N, I64 heads, std::mt19
   auto B = randomVector<T>(S * heads * K * N, rng);
   auto C = randomVector<T>(outRows * width, rng);
   auto gidx = randomIndex(rows, aRows, rng);
-  std::vector<I64> sidx;
-  if (Mode == Scatter::kAccumulateIndexPerSegment) { // injective per segment
-    sidx.resize(rows);
-    std::vector<I64> perm(static_cast<std::size_t>(outRows));
-    for (I64 s = 0; s < S; ++s) {
-      std::iota(perm.begin(), perm.end(), 0);
-      std::shuffle(perm.begin(), perm.end(), rng);
-      for (I64 r = off[s]; r < off[s + 1]; ++r)
-        sidx[r] = perm[r - off[s]];
-    }
-  } else {
-    sidx.assign(static_cast<std::size_t>(rows), 0);
-  }
+  const std::vector<I64> sidx = scatterIsIndexed(Mode)
+                                    ? injectivePerSegment(off, outRows, rng)
+                                    : std::vector<I64>(static_cast<std::size_t>(rows), 0);
 
   GemmProblem<T, I64> p;
   p.numSegments = S;

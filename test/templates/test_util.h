@@ -103,6 +103,22 @@ inline std::vector<I64> randomIndex(std::size_t n, I64 range, std::mt19937_64 &r
   return v;
 }
 
+/// An output row for every row of the segments `off`, injective within each segment (a node's
+/// unique pairs of one relation) and shared across them: each segment's rows go to distinct
+/// rows of a shuffled [0, outRows) (outRows at least the largest segment).
+inline std::vector<I64> injectivePerSegment(const std::vector<I64> &off, I64 outRows,
+                                            std::mt19937_64 &rng) {
+  std::vector<I64> idx(static_cast<std::size_t>(off.back())),
+      perm(static_cast<std::size_t>(outRows));
+  for (std::size_t s = 0; s + 1 < off.size(); ++s) {
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), rng);
+    for (I64 r = off[s]; r < off[s + 1]; ++r)
+      idx[r] = perm[r - off[s]];
+  }
+  return idx;
+}
+
 /// Reference segmented GEMM in long double: returns the row-aligned results
 /// [rows, heads * N] (before any scatter); `absSums`, when given, receives sum_k |a_k b_k| of
 /// every result, the scale of its rounding error.
