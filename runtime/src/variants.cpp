@@ -113,11 +113,30 @@ std::string formatBytes(double bytes) {
   return buffer;
 }
 
-/// The largest of a layer's memory points, in elements.
-double peakElements(const LayerManifest &m, const std::vector<double> &terms) {
+/// The sizes of a call's elements: `element` bytes, and `wide` bytes for the tensors a 16-bit
+/// call stores as float32 (LayerManifest::wideMemoryPoints).
+struct ElementSizes {
+  double element, wide;
+};
+
+/// The bytes of memory point `i` of a layer (or of its outputs, for i = -1).
+double pointBytes(const LayerManifest &m, const std::vector<double> &terms, std::ptrdiff_t i,
+                  ElementSizes sizes) {
+  const std::vector<double> &all = i < 0 ? m.memoryOutputs : m.memoryPoints[i];
+  double bytes = evaluate(all, terms) * sizes.element;
+  const bool hasWide = i < 0 ? !m.wideMemoryOutputs.empty()
+                             : static_cast<std::size_t>(i) < m.wideMemoryPoints.size();
+  if (hasWide && sizes.wide != sizes.element)
+    bytes += evaluate(i < 0 ? m.wideMemoryOutputs : m.wideMemoryPoints[i], terms) *
+             (sizes.wide - sizes.element);
+  return bytes;
+}
+
+/// The largest of a layer's memory points, in bytes.
+double peakBytes(const LayerManifest &m, const std::vector<double> &terms, ElementSizes sizes) {
   double peak = 0;
-  for (const std::vector<double> &point : m.memoryPoints)
-    peak = std::max(peak, evaluate(point, terms));
+  for (std::size_t i = 0; i < m.memoryPoints.size(); ++i)
+    peak = std::max(peak, pointBytes(m, terms, static_cast<std::ptrdiff_t>(i), sizes));
   return peak;
 }
 
@@ -140,27 +159,29 @@ double returnedElements(const LayerManifest &m, const std::vector<double> &terms
 
 double estimatePeakBytes(const LayerManifest &m, const Graph &graph, bool training,
                          int64_t elementBytes) {
-  // A 16-bit call of a layer not in 16-bit storage computes on float32 conversions.
+  // A 16-bit call of a layer not in 16-bit storage computes on float32 conversions; one in
+  // 16-bit storage holds its wide values in float32.
   if (elementBytes == 2 && !m.sixteenBitStorage)
     elementBytes = 4;
+  const ElementSizes sizes{static_cast<double>(elementBytes),
+                           elementBytes == 2 ? 4.0 : static_cast<double>(elementBytes)};
   const std::vector<double> terms = termsOf(graph);
   GraphStructureMask structures = m.structures;
-  double elements = 0;
+  double bytes = 0;
   if (training && !m.backward.empty()) {
     const LayerManifest &bwd = manifestOf(m.backward);
     structures |= bwd.structures;
     // The forward's outputs (saved ones included) and the output gradients live through the
     // backward call.
-    elements = std::max(peakElements(m, terms), evaluate(m.memoryOutputs, terms) +
-                                                    returnedElements(m, terms) +
-                                                    peakElements(bwd, terms));
+    bytes = std::max(peakBytes(m, terms, sizes), pointBytes(m, terms, -1, sizes) +
+                                                     returnedElements(m, terms) * sizes.element +
+                                                     peakBytes(bwd, terms, sizes));
   } else {
     const LayerManifest &run = m.inference.empty() ? m : manifestOf(m.inference);
     structures |= run.structures;
-    elements = peakElements(run, terms);
+    bytes = peakBytes(run, terms, sizes);
   }
-  return elements * static_cast<double>(elementBytes) +
-         static_cast<double>(graph.bytesToBuild(structures));
+  return bytes + static_cast<double>(graph.bytesToBuild(structures));
 }
 
 const LayerManifest &chooseVariant(const LayerManifest &layer, const Graph &graph, bool training,

@@ -156,30 +156,6 @@ def test_hgt(compile_model, dtype, gkw):
     check_layer(layer, dtype, make_graph(g), [x], reference)
 
 
-def test_saved_activations_stay_float32(compile_model):
-    """A bfloat16 forward saves its activations for the backward in float32: the backward then
-    sees exactly what a float32 forward would have saved from the rounded inputs."""
-    Model = compile_model("rgat", "in=6", "d=3", "H=2")
-    g = awkward_graph(0)
-    graph = make_graph(g)
-    torch.manual_seed(5)
-    layer = Model(num_relations=g.num_relations, num_ntypes=g.num_ntypes)
-    x = torch.randn(g.num_nodes, 6)
-    ref = Model(num_relations=g.num_relations, num_ntypes=g.num_ntypes)
-    ref.load_state_dict({k: v.to(torch.bfloat16).float() for k, v in layer.state_dict().items()})
-    x32 = x.to(torch.bfloat16).float().requires_grad_()
-    out32 = ref(graph, x32)
-    layer = layer.to(torch.bfloat16)
-    xb = x.to(torch.bfloat16).requires_grad_()
-    out = layer(graph, xb)
-    # The 16-bit output is the float32 one rounded once.
-    torch.testing.assert_close(out, out32.to(torch.bfloat16), rtol=0, atol=0)
-    g_out = torch.randn(out.shape).to(torch.bfloat16)
-    out.backward(g_out)
-    out32.backward(g_out.float())
-    torch.testing.assert_close(xb.grad, x32.grad.to(torch.bfloat16), rtol=0, atol=0)
-
-
 def test_dtype_errors_name_the_tensor(compile_model):
     Model = compile_model("rgcn", "in=6", "out=5")
     g = awkward_graph(0)
@@ -203,15 +179,16 @@ def test_dtype_errors_name_the_tensor(compile_model):
 
 
 def test_float32_weights_keep_float32_gradients(compile_model):
-    """bfloat16 features with float32 weights: the output is bfloat16, the weights' gradients
-    stay float32 and are exactly those of a float32 call on the rounded features (nothing
-    rounds them to 16 bits on the way)."""
+    """bfloat16 features with float32 weights in a softmax layer: the output is bfloat16; the
+    weights the logits are computed from stay float32 in the call (they are wide), and every
+    weight's gradient is float32, within the bound of the gradients of a float32 call on the
+    rounded features."""
     Model = compile_model("rgat", "in=6", "d=3", "H=2")
     g = awkward_graph(1)
     graph = make_graph(g)
     torch.manual_seed(6)
     layer = Model(num_relations=g.num_relations, num_ntypes=g.num_ntypes)
-    x = torch.randn(g.num_nodes, 6).to(torch.bfloat16)
+    x = (torch.randn(g.num_nodes, 6) * 10).to(torch.bfloat16)
     out = layer(graph, x)
     assert out.dtype == torch.bfloat16
     out.float().square().sum().backward()
@@ -221,7 +198,8 @@ def test_float32_weights_keep_float32_gradients(compile_model):
     ref.to(torch.bfloat16).float().square().sum().backward()
     for n, p in layer.named_parameters():
         assert mixed[n].dtype == torch.float32, n
-        torch.testing.assert_close(mixed[n], p.grad, rtol=0, atol=0, msg=n)
+        err = (mixed[n] - p.grad).abs().max().item()
+        assert err <= BOUND * p.grad.abs().max().item(), (n, err)
 
 
 @pytest.mark.parametrize("dtype", HALF)
@@ -267,33 +245,40 @@ def test_autocast_casts_like_linear(compile_model, dtype, model):
 
 
 def test_sixteen_bit_storage(compile_model):
-    """A layer without an exponential (RGCN: its variants and backward layers too) runs 16-bit
-    CPU calls on 16-bit rows, and its memory estimate for them is half the float32 one; a
-    layer with a softmax (RGAT, HGT) computes them in float32 storage and estimates float32
-    elements. The manifest says which."""
+    """Every example layer (its variants and backward layers too) runs 16-bit calls on 16-bit
+    rows; a softmax layer (RGAT, HGT) keeps the values an exponential reads, and its per-head
+    rows (logits, attention weights and their gradients), in float32. The memory estimate of a
+    bfloat16 call counts 2 bytes an element and 4 for those: for RGCN, whose wide values are only
+    its weight gradients' float partials, close to half the float32 estimate; for the softmax
+    layers between half and all of it. The manifest says which tensors are wide."""
     from hector.module import layer_manifest
 
     g = awkward_graph(0)
     graph = make_graph(g)
-    for args, expected in [(("rgcn", "in=6", "out=5"), True),
-                           (("rgat", "in=6", "d=3", "H=2"), False),
-                           (("hgt", "in=8", "out=8", "H=2"), False)]:
+    for args in [("rgcn", "in=6", "out=5"), ("rgat", "in=6", "d=3", "H=2"),
+                 ("hgt", "in=8", "out=8", "H=2")]:
         Model = compile_model(*args)
         layer = Model(num_relations=g.num_relations, num_ntypes=g.num_ntypes)
         m = layer.manifest
         variants = m.get("variants", [])
         related = [m["namespace"], m["backward"], m["inference"]] + variants
         related += [layer_manifest(ns)[k] for ns in variants for k in ("backward", "inference")]
+        wide = 0.0
         for ns in related:
-            assert layer_manifest(ns)["sixteen_bit_storage"] is expected, (args[0], ns)
+            lm = layer_manifest(ns)
+            assert lm["sixteen_bit_storage"] is True, (args[0], ns)
+            wide += sum(sum(point) for point in lm["memory"]["wide_points"])
+        if args[0] != "rgcn":
+            assert wide > 0, args[0]
         single = layer.memory_estimate(graph, training=True, dtype=torch.float32)
         half = layer.memory_estimate(graph, training=True, dtype=torch.bfloat16)
         # estimate = elements x element size + graph structures
         structures = 2 * single - layer.memory_estimate(graph, training=True, dtype=torch.float64)
-        if expected:
-            assert half < single and half == pytest.approx((single + structures) / 2), args[0]
+        assert (single + structures) / 2 <= half < single, args[0]
+        if args[0] == "rgcn":
+            assert half == pytest.approx((single + structures) / 2, rel=1e-3), args[0]
         else:
-            assert half == single, args[0]
+            assert half > (single + structures) / 2 * 1.01, args[0]
 
 
 def test_sixteen_bit_storage_float32_weights(compile_model):

@@ -173,6 +173,24 @@ inline std::vector<at::Tensor> toFloat32(at::TensorList tensors) {
   return toDtype(tensors, at::kFloat);
 }
 
+/// The dtype of a wide tensor (softmax logits and what they are computed from) in a call of
+/// `dtype`: float32 in a 16-bit call, `dtype` itself otherwise.
+inline at::ScalarType wideDtype(at::ScalarType dtype) {
+  return isHalfPrecision(dtype) ? at::kFloat : dtype;
+}
+
+/// `tensors` in the storage of a 16-bit call of dtype `half`: float32 where `wide` says so
+/// (exactly, from a 16-bit tensor), `half` otherwise (rounding a float32 tensor, as
+/// torch.autocast does).
+inline std::vector<at::Tensor> toStorage(at::TensorList tensors, at::ScalarType half,
+                                         const std::vector<bool> &wide) {
+  std::vector<at::Tensor> out;
+  out.reserve(tensors.size());
+  for (std::size_t i = 0; i < tensors.size(); ++i)
+    out.push_back(toDtype(tensors[i], i < wide.size() && wide[i] ? at::kFloat : half));
+  return out;
+}
+
 /// `t` viewed as rows of `inner` (a leading dimension of t.numel() / prod(inner) rows).
 inline at::Tensor rowView(const at::Tensor &t, std::vector<std::int64_t> inner) {
   std::int64_t m = 1;

@@ -107,7 +107,11 @@ inline Json manifestToJson(const LayerManifest &m, const Json *kernels = nullptr
                  {"intermediates", m.intermediates}};
   if (kernels)
     j["kernels"] = *kernels;
-  j["memory"] = {{"terms", terms}, {"points", m.memoryPoints}, {"outputs", m.memoryOutputs}};
+  j["memory"] = {{"terms", terms},
+                 {"points", m.memoryPoints},
+                 {"outputs", m.memoryOutputs},
+                 {"wide_points", m.wideMemoryPoints},
+                 {"wide_outputs", m.wideMemoryOutputs}};
   j["graph"] = Json::array();
   for (int k = 0; k < graph_schema::kNumGraphStructures; ++k)
     if (m.structures >> k & 1)
@@ -307,6 +311,13 @@ inline LayerManifest manifestFromJson(const std::string &ns, const std::string &
   FieldReader memory(f.at("memory"), ns + " ('memory')");
   m.memoryPoints = memory.rows("points");
   m.memoryOutputs = memory.numbers("outputs");
+  // A library built before wide values stored every tensor of a 16-bit call in one size.
+  if (memory.has("wide_points")) {
+    m.wideMemoryPoints = memory.rows("wide_points");
+    m.wideMemoryOutputs = memory.numbers("wide_outputs");
+    if (m.wideMemoryPoints.size() != m.memoryPoints.size())
+      memory.fail("wide_points", "must have as many points as 'points'");
+  }
   for (const Json &item : f.array("graph")) {
     const int k =
         item.is_string() ? graph_schema::graphStructureIndex(item.get<std::string>().c_str()) : -1;

@@ -92,6 +92,10 @@ struct LayerManifest {
   /// each allocation point, and the outputs it returns.
   std::vector<std::vector<double>> memoryPoints;
   std::vector<double> memoryOutputs;
+  /// The part of memoryPoints and memoryOutputs in tensors that a 16-bit call stores as float32
+  /// (the wide values: softmax logits and what they are computed from; zeros where absent).
+  std::vector<std::vector<double>> wideMemoryPoints;
+  std::vector<double> wideMemoryOutputs;
   /// The graph structures the layer's kernels read (built before a call).
   graph_schema::GraphStructureMask structures = 0;
   /// Whether the library carries the layer's CUDA kernels.

@@ -17,6 +17,7 @@
 #include "mlir/Support/LogicalResult.h"
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/raw_ostream.h"
@@ -89,12 +90,20 @@ struct LayerPlan {
   /// The namespace of a forward layer's inference copy, or of the layer an inference copy
   /// copies.
   std::string inference, inferenceOf;
-  /// Whether a CPU call with bfloat16 or float16 tensors runs the kernels on 16-bit storage
-  /// (every tensor in the call's 16-bit dtype, every sum and product in float): true unless the
-  /// layer, or the forward layer of a backward one, holds an exponential (a softmax), whose
-  /// logits must not be rounded to 8 significant bits; such a layer computes 16-bit calls in
-  /// float32 storage.
+  /// Whether a call with bfloat16 or float16 tensors runs the kernels on 16-bit storage: every
+  /// tensor in the call's 16-bit dtype except the `wide` ones, which are float32; every sum and
+  /// product in float. False (such a call is computed in float32 storage) only where a kernel
+  /// would read and write tensors of both storages in a way the templates do not take (a run
+  /// sum or an accumulation from one into the other), and then for the layer's forward and
+  /// backward together.
   bool sixteenBitStorage = false;
+  /// The top-level values (inputs, weights, kernel results) stored as float32 in a 16-bit call
+  /// (AccumType<T> in the kernels; T itself for float32 and float64 calls): those an exponential
+  /// reads, directly or through any chain of ops (softmax logits, their maxima, the products
+  /// and weights they are computed from), whose rounding to 8 significant bits would move an
+  /// exponential of a logit in the hundreds by tens of percent; and the activations a forward
+  /// saves for a backward that reads them so, and the reverse. Empty unless sixteenBitStorage.
+  llvm::DenseSet<mlir::Value> wide;
   /// Optimisation variants (hector-variants): the layer as written lists its variants'
   /// namespaces; a variant names the layer's.
   std::string variant, variantOf;
@@ -107,6 +116,9 @@ struct LayerPlan {
   /// (written to the manifest for the runtime's memory estimate).
   std::vector<std::array<double, kNumCostTerms>> memory;
   std::array<double, kNumCostTerms> outputElements{};
+  /// The part of `memory` and `outputElements` in wide values (float32 in a 16-bit call).
+  std::vector<std::array<double, kNumCostTerms>> wideMemory;
+  std::array<double, kNumCostTerms> wideOutputElements{};
 };
 
 /// Plans every layer of `module`, which hector-prepare-emission annotated (an error at the first
@@ -147,6 +159,13 @@ llvm::SmallVector<mlir::Value> readsOf(const LayerPlan &plan, const Kernel &kern
 /// The intermediates the glue releases after each kernel: those whose last reader it is
 /// (outputs, inputs, weights and their aliases are never released).
 std::map<size_t, llvm::SmallVector<mlir::Value>> releasePlan(const LayerPlan &plan);
+
+/// Whether `v` (a top-level value, a slice of a weight, or a fused gather of a table) is stored
+/// as float32 in a 16-bit call (LayerPlan::wide).
+bool isWide(const LayerPlan &plan, mlir::Value v);
+
+/// The kernels' element type of `v`'s storage: "T", or "::hector::tmpl::AccumType<T>" (isWide).
+std::string elementTypeOf(const LayerPlan &plan, mlir::Value v);
 
 //===----------------------------------------------------------------------===//
 // Template configurations
@@ -250,8 +269,13 @@ struct Functor {
   std::optional<Space> pairSums;
 };
 
-/// Prints the functor `name`_f of `traversal`, or reports at the op it cannot print.
+/// Prints the functor `name`_f of `traversal` with every operand and result of element type T,
+/// or reports at the op it cannot print (hector-prepare-emission's check).
 mlir::FailureOr<Functor> printFunctor(TraversalOp traversal, llvm::StringRef name);
+/// Prints the functor `name`_f of `traversal`, or reports at the op it cannot print. Each operand
+/// and result is read and written as `elementTypeOf` its value in `plan`.
+mlir::FailureOr<Functor> printFunctor(const LayerPlan &plan, TraversalOp traversal,
+                                      llvm::StringRef name);
 
 /// Passes over the edges of each node of a node traversal (0 for an edge traversal), as the
 /// functor printer plans them (hector-prepare-emission records it as `hector.passes`).

@@ -30,8 +30,11 @@ namespace {
 /// into a table) of compile-time length, computed once per scope.
 class FunctorPrinter {
 public:
-  FunctorPrinter(TraversalOp op, StringRef name, llvm::raw_ostream &os)
-      : op(op), name(name), os(os), body(op.getBodyRegion().front()) {
+  /// `inTypes` / `outTypes`: the element type of each operand and result ("T" where empty).
+  FunctorPrinter(TraversalOp op, StringRef name, llvm::raw_ostream &os,
+                 ArrayRef<std::string> inTypes = {}, ArrayRef<std::string> outTypes = {})
+      : op(op), name(name), os(os), body(op.getBodyRegion().front()),
+        inTypes(inTypes.begin(), inTypes.end()), outTypes(outTypes.begin(), outTypes.end()) {
     nodeKind = op.getKind() == TraversalKind::Node;
     pairSpace = pairSpaceOf(op);
     pairSums = pairSumSpaceOf(op);
@@ -57,9 +60,9 @@ public:
     os << "template <typename T, typename I> struct " << name << "_f {\n"
        << "  using A = ::hector::tmpl::AccumType<T>;\n";
     for (unsigned i = 0; i < op.getInputs().size(); ++i)
-      os << "  const T *in" << i << ";\n";
+      os << "  const " << inType(i) << " *in" << i << ";\n";
     for (unsigned i = 0; i < op.getNumResults(); ++i)
-      os << "  T *out" << i << ";\n";
+      os << "  " << outType(i) << " *out" << i << ";\n";
     os << kIndexMembers;
     return nodeKind ? printNode() : printEdge();
   }
@@ -75,6 +78,11 @@ private:
   StringRef name;
   llvm::raw_ostream &os;
   Block &body;
+  /// The element types of the operands and results (see the constructor).
+  std::vector<std::string> inTypes, outTypes;
+
+  std::string inType(unsigned i) const { return i < inTypes.size() ? inTypes[i] : "T"; }
+  std::string outType(unsigned i) const { return i < outTypes.size() ? outTypes[i] : "T"; }
   bool nodeKind;
   /// An edge traversal over the unique pairs of this space (e is the pair's row, src = dst its
   /// node).
@@ -145,9 +153,9 @@ private:
 
   /// A new variable name.
   std::string fresh() { return "v" + std::to_string(counter++); }
-  /// The names of the pointers to stored rows (element type T) in the code printed so far; every
-  /// other array holds the accumulation type A.
-  std::set<std::string> storedRows;
+  /// The pointers to stored rows in the code printed so far, with their element types (T, or A
+  /// for a wide operand); every other array holds the accumulation type A.
+  std::map<std::string, std::string> storedRows;
 
   /// The elements of a row of `v`.
   static int64_t sizeOf(Value v) { return numElements(cast<ValueType>(v.getType()).getDims()); }
@@ -265,9 +273,10 @@ private:
     std::string name = fresh();
     Space space = cast<ValueType>(arg.getType()).getSpace();
     std::string row = rowOf(space, ctx);
-    os << indent << "const T *" << name << " = in" << arg.getArgNumber() << " + (" << row << ") * "
-       << n << ";\n";
-    storedRows.insert(name);
+    std::string type = inType(arg.getArgNumber());
+    os << indent << "const " << type << " *" << name << " = in" << arg.getArgNumber() << " + ("
+       << row << ") * " << n << ";\n";
+    storedRows[name] = type;
     // Rows that change from edge to edge in no particular order are loaded ahead: not the
     // traversal's node, a relation or a single row, nor an edge's own row where the CSR
     // visits the edges in order (by destination). An edge traversal visits positions in
@@ -297,9 +306,11 @@ private:
     std::string table = eval(row.getInput(), ctx);
     std::string name = fresh();
     int64_t n = sizeOf(row.getResult());
-    os << indent << "const T *" << name << " = " << table << " + std::int64_t(" << srcVar << ") * "
-       << n << ";\n";
-    storedRows.insert(name);
+    auto stored = storedRows.find(table);
+    std::string type = stored != storedRows.end() ? stored->second : "T";
+    os << indent << "const " << type << " *" << name << " = " << table << " + std::int64_t("
+       << srcVar << ") * " << n << ";\n";
+    storedRows[name] = type;
     // The rows of a node traversal's edges are scattered in the table, as node rows read
     // through src are: prefetch() loads them ahead (not where the source is the traversal's
     // node).
@@ -578,10 +589,14 @@ static bool mentions(StringRef text, StringRef name) {
   return false;
 }
 
-FailureOr<Functor> printFunctor(TraversalOp traversal, StringRef name) {
+/// The functor of `traversal` with the given element types of its operands and results (all T
+/// where empty).
+static FailureOr<Functor> printFunctorOf(TraversalOp traversal, StringRef name,
+                                         ArrayRef<std::string> inTypes,
+                                         ArrayRef<std::string> outTypes) {
   Functor f;
   llvm::raw_string_ostream os(f.text);
-  FunctorPrinter printer(traversal, name, os);
+  FunctorPrinter printer(traversal, name, os, inTypes, outTypes);
   if (failed(printer.print()))
     return failure();
   f.passes = printer.passes();
@@ -597,6 +612,19 @@ FailureOr<Functor> printFunctor(TraversalOp traversal, StringRef name) {
   size_t at = f.text.find(FunctorPrinter::kIndexMembers);
   f.text.replace(at, std::strlen(FunctorPrinter::kIndexMembers), decl);
   return f;
+}
+
+FailureOr<Functor> printFunctor(TraversalOp traversal, StringRef name) {
+  return printFunctorOf(traversal, name, {}, {});
+}
+
+FailureOr<Functor> printFunctor(const LayerPlan &plan, TraversalOp traversal, StringRef name) {
+  std::vector<std::string> inTypes, outTypes;
+  for (Value operand : traversal.getInputs())
+    inTypes.push_back(elementTypeOf(plan, operand));
+  for (Value result : traversal->getResults())
+    outTypes.push_back(elementTypeOf(plan, result));
+  return printFunctorOf(traversal, name, inTypes, outTypes);
 }
 
 } // namespace emit

@@ -99,6 +99,12 @@ static void printRunPrologue(const std::string &op, bool cuda, llvm::raw_ostream
      << "  (void)onCuda;\n"
      << "  const auto opts = at::TensorOptions().dtype(c10::CppTypeToScalarType<T>::value)"
         ".device(device);\n"
+     << "  // Wide values (softmax logits and what they are computed from) in the accumulation "
+        "type.\n"
+     << "  const at::ScalarType wideType = "
+        "c10::CppTypeToScalarType<::hector::tmpl::AccumType<T>>::value;\n"
+     << "  const auto wideOpts = opts.dtype(wideType);\n"
+     << "  (void)wideOpts;\n"
      << "  const auto idxOpts = at::TensorOptions().dtype(c10::CppTypeToScalarType<I>::value)"
         ".device(device);\n"
      << "  (void)idxOpts;\n"
@@ -113,7 +119,8 @@ static void printRunPrologue(const std::string &op, bool cuda, llvm::raw_ostream
        << "  if (onCuda)\n    guard.emplace(device);\n"
        << "  cudaStream_t stream = onCuda ? c10::cuda::getCurrentCUDAStream().stream() : "
           "nullptr;\n"
-       << "  const bool tensorCores = onCuda && std::is_same_v<T, float> && tensorCoresAllowed;\n"
+       << "  const bool tensorCores = onCuda && !std::is_same_v<T, double> && "
+          "tensorCoresAllowed;\n"
        << "  (void)tensorCores;\n"
        << "#endif\n";
 }
@@ -147,39 +154,50 @@ static void printRunTensors(LayerPlan &plan, llvm::raw_ostream &os) {
       os << "  at::Tensor " << plan.tensors.lookup(result) << ";\n";
 }
 
+/// A tensor a kernel reads or writes, and whether it is wide (float32 in a 16-bit call).
+struct KernelTensor {
+  std::string name;
+  bool wide = false;
+};
+
 /// The input tensors of a kernel call (printing the pre-summed input of a reduction first).
-static SmallVector<std::string> kernelInputs(LayerPlan &plan, size_t index, const Kernel &kernel,
-                                             llvm::raw_ostream &os) {
+static SmallVector<KernelTensor> kernelInputs(LayerPlan &plan, size_t index, const Kernel &kernel,
+                                              llvm::raw_ostream &os) {
   Operation *kop = kernel.op;
-  SmallVector<std::string> ins;
+  SmallVector<KernelTensor> ins;
+  auto tensor = [&](Value v) { return KernelTensor{plan.tensors.lookup(v), isWide(plan, v)}; };
   if (kernel.kind == KernelKind::WeightGrad) {
     WeightGradConfig c = *weightGradConfig(kop, plan);
-    ins.push_back(c.a ? plan.tensors.lookup(c.a) : "one");
-    ins.push_back(c.presum ? printPresum(plan, index, c.c, c.n, os) : plan.tensors.lookup(c.c));
+    ins.push_back(c.a ? tensor(c.a) : KernelTensor{"one", false});
+    ins.push_back(c.presum ? KernelTensor{printPresum(plan, index, c.c, c.n, os), isWide(plan, c.c)}
+                           : tensor(c.c));
   } else if (kernel.kind == KernelKind::RowSum) {
     RowSumConfig c = *rowSumConfig(cast<ReduceOp>(kop));
     Value input = cast<ReduceOp>(kop).getInput();
-    ins.push_back(c.presum ? printPresum(plan, index, input, c.width, os)
-                           : plan.tensors.lookup(input));
+    ins.push_back(
+        c.presum ? KernelTensor{printPresum(plan, index, input, c.width, os), isWide(plan, input)}
+                 : tensor(input));
   } else if (auto gemm = dyn_cast<GemmOp>(kop)) {
-    ins.push_back(plan.tensors.lookup(gemm.getA()));
-    ins.push_back(plan.tensors.lookup(gemm.getB()));
+    ins.push_back(tensor(gemm.getA()));
+    ins.push_back(tensor(gemm.getB()));
   } else {
     for (Value operand : kop->getOperands())
-      ins.push_back(plan.tensors.lookup(operand));
+      ins.push_back(tensor(operand));
   }
   return ins;
 }
 
 /// Prints the allocation of a kernel's results (a GEMM with an accumulator, and a node
 /// traversal of plan.inPlace, write into an operand's buffer) and returns their tensors.
-static SmallVector<std::string> printResultTensors(LayerPlan &plan, Operation *kop,
-                                                   llvm::raw_ostream &os) {
-  SmallVector<std::string> outs;
+static SmallVector<KernelTensor> printResultTensors(LayerPlan &plan, Operation *kop,
+                                                    llvm::raw_ostream &os) {
+  SmallVector<KernelTensor> outs;
   auto gemm = dyn_cast<GemmOp>(kop);
   for (Value result : kop->getResults()) {
     std::string name = plan.tensors.lookup(result);
-    outs.push_back(name);
+    const bool wide = isWide(plan, result);
+    const char *opts = wide ? "wideOpts" : "opts";
+    outs.push_back({name, wide});
     if (gemm && gemm.getAcc()) {
       // The sum is written into the accumulator's buffer: the lowering folds an addition
       // into the GEMM only where the accumulator has no other reader.
@@ -190,11 +208,11 @@ static SmallVector<std::string> printResultTensors(LayerPlan &plan, Operation *k
     } else if (auto value = dyn_cast<ValueType>(result.getType())) {
       bool zeroed = gemm && gemm.getScatter() != GemmScatter::Store;
       os << "  " << name << " = ::hector::emit::" << (zeroed ? "newZeros(" : "newTensor(")
-         << shapeList(graphRows(value.getSpace()), value.getDims()) << ", opts);\n";
+         << shapeList(graphRows(value.getSpace()), value.getDims()) << ", " << opts << ");\n";
     } else {
       auto weight = cast<WeightType>(result.getType());
       os << "  " << name << " = ::hector::emit::newTensor("
-         << shapeList(sliceCount(weight.getSlicing()), weight.getDims()) << ", opts);\n";
+         << shapeList(sliceCount(weight.getSlicing()), weight.getDims()) << ", " << opts << ");\n";
     }
   }
   return outs;
@@ -230,24 +248,30 @@ static SmallVector<std::string> printWeightProductAux(size_t index, WeightMatmul
 
 /// Prints the call of a kernel on tensors `ins`, `outs` and `aux`: its CPU function or, for CUDA
 /// tensors, its launcher, with its workspace.
-static void printLaunch(const Kernel &kernel, ArrayRef<std::string> ins, ArrayRef<std::string> outs,
-                        ArrayRef<std::string> aux, bool cuda, llvm::raw_ostream &os) {
+static void printLaunch(const Kernel &kernel, ArrayRef<KernelTensor> ins,
+                        ArrayRef<KernelTensor> outs, ArrayRef<std::string> aux, bool cuda,
+                        llvm::raw_ostream &os) {
+  // A wide tensor's data, passed as the kernels' T * (they read it as AccumType<T>).
+  auto data = [](const KernelTensor &t) {
+    return t.wide ? "reinterpret_cast<T *>(" + t.name + ".data_ptr<::hector::tmpl::AccumType<T>>())"
+                  : t.name + ".data_ptr<T>()";
+  };
   // Each kernel is a torch.profiler event (a flag test when no profiler is active).
   os << "  {\n    RECORD_FUNCTION(" << cppQuoted(kernel.name)
      << ", std::vector<c10::IValue>());\n    const T *in_[] = {";
-  for (const std::string &name : ins)
-    os << name << ".data_ptr<T>(), ";
+  for (const KernelTensor &t : ins)
+    os << data(t) << ", ";
   os << "nullptr};\n    T *out_[] = {";
-  for (const std::string &name : outs)
-    os << name << ".data_ptr<T>(), ";
+  for (const KernelTensor &t : outs)
+    os << data(t) << ", ";
   os << "nullptr};\n    const I *aux_[] = {";
   for (const std::string &name : aux)
     os << name << ".data_ptr<I>(), ";
   os << "nullptr};\n";
   if (cuda) {
-    // The CUDA kernels exist for float32 and float64 (a 16-bit run<T, I> is CPU-only).
+    // The CUDA kernels exist for every T run<T, I> is instantiated for (printCudaSignatures:
+    // float32 and float64, and bfloat16 and float16 for a layer in 16-bit storage).
     os << "    if (onCuda) {\n#ifdef HECTOR_WITH_CUDA\n"
-       << "      if constexpr (std::is_floating_point_v<T>) {\n"
        << "      const std::size_t bytes = cuda::" << kernel.name
        << "_workspace<T, I>(g, in_, out_, aux_);\n"
        << "      at::Tensor workspace = at::empty({static_cast<std::int64_t>(bytes)}, "
@@ -257,7 +281,6 @@ static void printLaunch(const Kernel &kernel, ArrayRef<std::string> ins, ArrayRe
        << "      ::hector::emit::checkLaunch(error == cudaSuccess ? nullptr : "
           "cudaGetErrorString(error), "
        << cppQuoted(kernel.name) << ");\n"
-       << "      }\n"
        << "#endif\n    } else {\n  ";
   }
   os << "    cpu::" << kernel.name << "<T, I>(g, in_, out_, aux_);\n";
@@ -270,8 +293,8 @@ static void printLaunch(const Kernel &kernel, ArrayRef<std::string> ins, ArrayRe
 /// allocation of its results, its auxiliary arrays and the launch.
 static void printKernelCall(LayerPlan &plan, size_t index, const Kernel &kernel, bool cuda,
                             llvm::raw_ostream &os) {
-  SmallVector<std::string> ins = kernelInputs(plan, index, kernel, os);
-  SmallVector<std::string> outs = printResultTensors(plan, kernel.op, os);
+  SmallVector<KernelTensor> ins = kernelInputs(plan, index, kernel, os);
+  SmallVector<KernelTensor> outs = printResultTensors(plan, kernel.op, os);
   SmallVector<std::string> aux;
   if (auto matmul = dyn_cast<WeightMatmulOp>(kernel.op))
     aux = printWeightProductAux(index, matmul, os);
@@ -348,16 +371,27 @@ static void printCallChecks(LayerPlan &plan, const std::string &op, llvm::raw_os
      << cppQuoted(op + ".forward: expected " + std::to_string(plan.weights.size()) + " weights (" +
                   names(plan.weights) + "), got ")
      << ", weights.size());\n";
-  std::string first = plan.weights.empty() ? "" : "weights[0]";
-  // The tensor that sets the call's dtype and device, as messages name it.
-  std::string firstName =
-      plan.weights.empty() ? "" : "weight '" + plan.weights.front().getName().str() + "'";
-  for (auto [i, input] : llvm::enumerate(plan.inputs))
-    if (!input.getResult().use_empty()) {
-      first = "inputs[" + std::to_string(i) + "]";
-      firstName = "input '" + input.getName().str() + "'";
-      break;
-    }
+  // The tensor that sets the call's dtype and device, as messages name it: the first input the
+  // layer reads, or the first weight; one the call holds in its own dtype (not wide) where
+  // there is one.
+  std::string first, firstName;
+  auto pick = [&](bool narrowOnly) {
+    for (auto [i, input] : llvm::enumerate(plan.inputs))
+      if (!input.getResult().use_empty() && !(narrowOnly && isWide(plan, input.getResult()))) {
+        first = "inputs[" + std::to_string(i) + "]";
+        firstName = "input '" + input.getName().str() + "'";
+        return true;
+      }
+    for (auto [i, weight] : llvm::enumerate(plan.weights))
+      if (!(narrowOnly && isWide(plan, weight.getResult()))) {
+        first = "weights[" + std::to_string(i) + "]";
+        firstName = "weight '" + weight.getName().str() + "'";
+        return true;
+      }
+    return false;
+  };
+  if (!pick(/*narrowOnly=*/true))
+    pick(/*narrowOnly=*/false);
   if (first.empty()) {
     os << "  const at::ScalarType dtype = at::kFloat;\n";
   } else {
@@ -387,8 +421,9 @@ static void printArgumentChecks(LayerPlan &plan, const std::string &op, llvm::ra
                         : space == Space::UniqueDst ? "U_dst"
                                                     : "E";
     os << "  ::hector::emit::checkArgument(inputs[" << i << "], "
-       << cppQuoted(op + ".forward: input '" + input.getName().str() + "'")
-       << ", dtype, graph.device(), " << cppQuoted(label) << ", "
+       << cppQuoted(op + ".forward: input '" + input.getName().str() + "'") << ", "
+       << (isWide(plan, input.getResult()) ? "::hector::emit::wideDtype(dtype)" : "dtype")
+       << ", graph.device(), " << cppQuoted(label) << ", "
        << shapeList(graphRows(space), type.getDims()) << ");\n";
   }
   for (auto [i, weight] : llvm::enumerate(plan.weights)) {
@@ -398,8 +433,9 @@ static void printArgumentChecks(LayerPlan &plan, const std::string &op, llvm::ra
                         : type.getSlicing() == Slicing::NType  ? "T"
                                                                : "";
     os << "  ::hector::emit::checkArgument(weights[" << i << "], "
-       << cppQuoted(op + ".forward: weight '" + weight.getName().str() + "'")
-       << ", dtype, graph.device(), " << cppQuoted(label) << ", "
+       << cppQuoted(op + ".forward: weight '" + weight.getName().str() + "'") << ", "
+       << (isWide(plan, weight.getResult()) ? "::hector::emit::wideDtype(dtype)" : "dtype")
+       << ", graph.device(), " << cppQuoted(label) << ", "
        << "std::vector<std::int64_t>" << shapeList(count, type.getDims()) << ");\n";
   }
 }
@@ -520,10 +556,19 @@ static void printForward(LayerPlan &plan, const std::string &op, bool cuda, llvm
            << dtypeOf(output) << ");\n";
   };
   if (plan.sixteenBitStorage) {
-    // The CUDA GEMMs of 16-bit rows always run on tensor cores (the launchers ignore the flag).
+    // Each tensor in its storage: the call's 16-bit dtype, or float32 for a wide one. The CUDA
+    // GEMMs of 16-bit rows always run on 16-bit tensor cores (the launchers ignore the flag);
+    // those that read a float32 operand run on TF32 where PyTorch allows it for float32.
+    auto flags = [&](auto ops) {
+      std::string out = "{";
+      for (auto [i, op] : llvm::enumerate(ops))
+        out += std::string(i ? ", " : "") + (isWide(plan, op.getResult()) ? "true" : "false");
+      return out + "}";
+    };
     os << "  std::vector<at::Tensor> results = forwardAt(graphTensors, graphSizes, "
-          "::hector::emit::toDtype(inputs, *half), ::hector::emit::toDtype(weights, *half), "
-          "needed, false);\n";
+          "::hector::emit::toStorage(inputs, *half, "
+       << flags(plan.inputs) << "), ::hector::emit::toStorage(weights, *half, "
+       << flags(plan.weights) << "), needed, ::hector::emit::tf32Matmul());\n";
   } else {
     // On CUDA, the float32 conversions of 16-bit tensors are exact in TF32 (8 and 11 significant
     // bits against TF32's 11): the GEMMs run on tensor cores whatever allow_tf32 says.

@@ -45,11 +45,18 @@ class GlueOpPrinter {
 public:
   GlueOpPrinter(const LayerPlan &plan, Operation *op, llvm::raw_ostream &os)
       : plan(plan), op(op), result(op->getResult(0)), shape(tensorShape(result.getType())), os(os) {
+    for (Value operand : op->getOperands())
+      mixed |= isWide(plan, operand) != isWide(plan, result);
   }
 
-  /// Prints `<result> = [&] { ... }();`.
+  /// Prints `<result> = [&] { ... }();`. An op whose operands and result are not all in one
+  /// storage (wide values beside 16-bit ones) computes on the operands in the accumulation type
+  /// and stores its result in its own.
   void print() {
-    os << "  " << plan.tensors.lookup(result) << " = [&] {\n";
+    os << "  " << plan.tensors.lookup(result) << " = ";
+    if (mixed)
+      os << "::hector::emit::toDtype(";
+    os << "[&] {\n";
     if (auto grad = dyn_cast<AggregateGradOp>(op))
       printMaxAggregateGrad(grad);
     else if (auto gemm = dyn_cast<GemmOp>(op))
@@ -75,7 +82,10 @@ public:
       printSrcRowGrad(grad);
     else
       printElementwise();
-    os << "  }();\n";
+    os << "  }()";
+    if (mixed)
+      os << ", " << (isWide(plan, result) ? "wideType" : "opts.dtype().toScalarType()") << ")";
+    os << ";\n";
   }
 
 private:
@@ -86,8 +96,14 @@ private:
   std::string shape;
   llvm::raw_ostream &os;
 
-  /// The glue's tensor of operand `i`.
-  std::string in(unsigned i) const { return plan.tensors.lookup(op->getOperand(i)); }
+  /// Whether the operands and the result are not all in one storage.
+  bool mixed = false;
+
+  /// The glue's tensor of operand `i` (in the accumulation type where the op is mixed).
+  std::string in(unsigned i) const {
+    std::string name = plan.tensors.lookup(op->getOperand(i));
+    return mixed ? "::hector::emit::toDtype(" + name + ", wideType)" : name;
+  }
 
   /// The elements of a row (or slice) of `v`.
   static int64_t size(Value v) { return numElements(dimsOf(v.getType())); }

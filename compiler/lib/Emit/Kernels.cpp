@@ -27,12 +27,45 @@ static const char *const kMathPath = "tensorCores ? ::hector::tmpl::gpu::MathPat
 /// What a kernel's function templates begin with.
 static const char *const kHead = "template <typename T, typename I> ";
 
+/// `expr`, a kernel argument (const T * or T *), as a pointer to `type` (an element type of
+/// elementTypeOf: T itself, or the accumulation type of a wide value's storage).
+static std::string pointerTo(const std::string &type, const std::string &expr, bool isConst) {
+  if (type == "T")
+    return expr;
+  return "reinterpret_cast<" + std::string(isConst ? "const " : "") + type + " *>(" + expr + ")";
+}
+
+/// The element types of a GEMM kernel's A, B and C (of a weight gradient's A, dC and dB).
+struct OperandTypes {
+  std::string a = "T", b = "T", c = "T";
+  bool uniform() const { return a == "T" && b == "T" && c == "T"; }
+  /// The problem's template arguments: `T, I` where every operand is T.
+  std::string arguments() const { return uniform() ? "T, I" : a + ", I, " + b + ", " + c; }
+};
+
+/// The operand types of a GEMM or weight-product kernel.
+static OperandTypes gemmTypes(const LayerPlan &plan, const Kernel &kernel) {
+  OperandTypes t;
+  if (auto gemm = dyn_cast<GemmOp>(kernel.op)) {
+    t.a = elementTypeOf(plan, gemm.getA());
+    t.b = elementTypeOf(plan, gemm.getB());
+  } else {
+    auto matmul = cast<WeightMatmulOp>(kernel.op);
+    t.a = elementTypeOf(plan, matmul.getLhs());
+    t.b = elementTypeOf(plan, matmul.getRhs());
+  }
+  t.c = elementTypeOf(plan, kernel.op->getResult(0));
+  return t;
+}
+
 /// Prints `NAME_problem<T, I>(g, in, out, aux)`, building the GemmProblem of a GEMM kernel.
-static void printProblem(const Kernel &kernel, const GemmConfig &c, llvm::raw_ostream &os) {
-  os << "template <typename T, typename I>\n::hector::tmpl::GemmProblem<T, I> " << kernel.name
-     << "_problem(" << kKernelParams << ") {\n"
+static void printProblem(const Kernel &kernel, const GemmConfig &c, const OperandTypes &types,
+                         llvm::raw_ostream &os) {
+  std::string problem = "::hector::tmpl::GemmProblem<" + types.arguments() + ">";
+  os << "template <typename T, typename I>\n"
+     << problem << " " << kernel.name << "_problem(" << kKernelParams << ") {\n"
      << "  (void)aux;\n"
-     << "  ::hector::tmpl::GemmProblem<T, I> p;\n";
+     << "  " << problem << " p;\n";
   if (c.weightProduct) {
     auto matmul = cast<WeightMatmulOp>(kernel.op);
     bool lhsSliced = matmul.getLhs().getType().getSlicing() != Slicing::None;
@@ -54,9 +87,10 @@ static void printProblem(const Kernel &kernel, const GemmConfig &c, llvm::raw_os
        << "  p.gather = " << c.gather << ";\n";
   }
   os << "  p.K = " << c.k << ";\n  p.N = " << c.n << ";\n  p.heads = " << c.heads << ";\n"
-     << "  p.A = in[0];\n  p.lda = " << c.heads * c.k << ";\n"
-     << "  p.B = in[1];\n  p.strideB = " << c.strideB << ";\n"
-     << "  p.C = out[0];\n  p.ldc = " << c.heads * c.n << ";\n"
+     << "  p.A = " << pointerTo(types.a, "in[0]", true) << ";\n  p.lda = " << c.heads * c.k << ";\n"
+     << "  p.B = " << pointerTo(types.b, "in[1]", true) << ";\n  p.strideB = " << c.strideB << ";\n"
+     << "  p.C = " << pointerTo(types.c, "out[0]", false) << ";\n  p.ldc = " << c.heads * c.n
+     << ";\n"
      << "  p.scatter = " << c.scatter << ";\n  return p;\n}\n\n";
 }
 
@@ -66,13 +100,16 @@ static std::string bop(const GemmConfig &c) {
 }
 
 /// The pointer fields of a traversal functor, set from the uniform kernel arguments.
-static void printFunctorSetup(const Kernel &kernel, const Functor &functor, llvm::raw_ostream &os) {
+static void printFunctorSetup(const LayerPlan &plan, const Kernel &kernel, const Functor &functor,
+                              llvm::raw_ostream &os) {
   auto traversal = cast<TraversalOp>(kernel.op);
   os << "  " << kernel.name << "_f<T, I> f;\n";
-  for (unsigned i = 0; i < traversal.getInputs().size(); ++i)
-    os << "  f.in" << i << " = in[" << i << "];\n";
-  for (unsigned i = 0; i < traversal.getNumResults(); ++i)
-    os << "  f.out" << i << " = out[" << i << "];\n";
+  for (auto [i, operand] : llvm::enumerate(traversal.getInputs()))
+    os << "  f.in" << i << " = "
+       << pointerTo(elementTypeOf(plan, operand), "in[" + std::to_string(i) + "]", true) << ";\n";
+  for (auto [i, result] : llvm::enumerate(traversal->getResults()))
+    os << "  f.out" << i << " = "
+       << pointerTo(elementTypeOf(plan, result), "out[" + std::to_string(i) + "]", false) << ";\n";
   for (const auto &[member, field] : functor.members)
     os << "  f." << member << " = " << field << ";\n";
 }
@@ -80,41 +117,51 @@ static void printFunctorSetup(const Kernel &kernel, const Functor &functor, llvm
 /// Prints `NAME_problem<T, I>(g, in, out, aux)`, building the WeightGradProblem of a weight
 /// gradient or row sum (in[0] = A, in[1] = dC, out[0] = dB).
 static void printWeightGradProblem(const Kernel &kernel, const WeightGradConfig &c,
-                                   llvm::raw_ostream &os) {
+                                   const OperandTypes &types, llvm::raw_ostream &os) {
   bool reduce = isa<ReduceOp>(kernel.op);
-  os << "template <typename T, typename I>\n::hector::tmpl::WeightGradProblem<T, I> " << kernel.name
-     << "_problem(" << kKernelParams << ") {\n"
+  std::string problem = "::hector::tmpl::WeightGradProblem<" + types.arguments() + ">";
+  os << "template <typename T, typename I>\n"
+     << problem << " " << kernel.name << "_problem(" << kKernelParams << ") {\n"
      << "  (void)aux;\n"
-     << "  ::hector::tmpl::WeightGradProblem<T, I> p;\n"
+     << "  " << problem << " p;\n"
      << "  p.numSegments = " << c.numSegments << ";\n"
      << "  p.segOffsets = " << c.segOffsets << ";\n"
      << "  p.numRows = " << c.numRows << ";\n"
      << "  p.K = " << c.k << ";\n  p.N = " << c.n << ";\n  p.heads = " << c.heads << ";\n"
-     << "  p.A = in[0];\n  p.lda = " << (reduce ? 0 : c.heads * c.k) << ";\n"
+     << "  p.A = " << pointerTo(types.a, "in[0]", true)
+     << ";\n  p.lda = " << (reduce ? 0 : c.heads * c.k) << ";\n"
      << "  p.rows = " << c.rows << ";\n"
      << "  p.gatherA = " << c.gatherA << ";\n"
-     << "  p.dC = in[1];\n  p.ldc = " << c.heads * c.n << ";\n"
+     << "  p.dC = " << pointerTo(types.b, "in[1]", true) << ";\n  p.ldc = " << c.heads * c.n
+     << ";\n"
      << "  p.gatherC = " << c.gatherC << ";\n"
-     << "  p.dB = out[0];\n  p.strideB = " << c.heads * c.k * c.n << ";\n"
+     << "  p.dB = " << pointerTo(types.c, "out[0]", false)
+     << ";\n  p.strideB = " << c.heads * c.k * c.n << ";\n"
      << "  return p;\n}\n\n";
 }
 
-/// Prints the run sum of a hector.reduce into or from unique pairs (traversal template).
-static void printRowSumKernel(const Kernel &kernel, bool cuda, llvm::raw_ostream &os) {
+/// Prints the run sum of a hector.reduce into or from unique pairs (traversal template). Its
+/// input and result have one storage (planModule keeps a layer where they would not in float32
+/// storage).
+static void printRowSumKernel(const LayerPlan &plan, const Kernel &kernel, bool cuda,
+                              llvm::raw_ostream &os) {
   RowSumConfig c = *rowSumConfig(cast<ReduceOp>(kernel.op));
-  std::string args =
-      c.csr + ", in[0], " + std::to_string(c.width) + ", out[0], " + (c.toNodes ? "true" : "false");
+  std::string type = elementTypeOf(plan, kernel.op->getResult(0));
+  std::string args = c.csr + ", " + pointerTo(type, "in[0]", true) + ", " +
+                     std::to_string(c.width) + ", " + pointerTo(type, "out[0]", false) + ", " +
+                     (c.toNodes ? "true" : "false");
   if (!cuda) {
     os << kHead << "void " << kernel.name << "(" << kKernelParams << ") {\n"
        << "  (void)aux;\n"
-       << "  ::hector::tmpl::cpu::runSum<T, I>(" << args << ");\n}\n\n";
+       << "  ::hector::tmpl::cpu::runSum<" << type << ", I>(" << args << ");\n}\n\n";
   } else {
     os << kHead << "std::size_t " << kernel.name << "_workspace(" << kKernelParams
        << ") {\n  (void)g;\n  (void)in;\n  (void)out;\n  (void)aux;\n"
        << "  return 0;\n}\n\n";
     os << kHead << "cudaError_t " << kernel.name << "(" << kKernelParams
        << ", void *, std::size_t, cudaStream_t stream, bool) {\n  (void)aux;\n"
-       << "  return ::hector::tmpl::gpu::launchRunSum<T, I>(" << args << ", stream);\n}\n\n";
+       << "  return ::hector::tmpl::gpu::launchRunSum<" << type << ", I>(" << args
+       << ", stream);\n}\n\n";
   }
 }
 
@@ -122,8 +169,14 @@ static void printRowSumKernel(const Kernel &kernel, bool cuda, llvm::raw_ostream
 /// weight-gradient form.
 static void printWeightGradKernel(const LayerPlan &plan, const Kernel &kernel, bool cuda,
                                   llvm::raw_ostream &os) {
-  printWeightGradProblem(kernel, *weightGradConfig(kernel.op, plan), os);
-  std::string modes = "T, ::hector::tmpl::BOp::kIdentity, ::hector::tmpl::Assign::kStore";
+  WeightGradConfig config = *weightGradConfig(kernel.op, plan);
+  OperandTypes types;
+  if (config.a) // else the glue's `one`, of type T
+    types.a = elementTypeOf(plan, config.a);
+  types.b = elementTypeOf(plan, config.c);
+  types.c = elementTypeOf(plan, kernel.op->getResult(0));
+  printWeightGradProblem(kernel, config, types, os);
+  std::string modes = types.a + ", ::hector::tmpl::BOp::kIdentity, ::hector::tmpl::Assign::kStore";
   std::string problem = kernel.name + "_problem<T, I>(g, in, out, aux)";
   if (!cuda) {
     os << kHead << "void " << kernel.name << "(" << kKernelParams << ") {\n"
@@ -145,9 +198,9 @@ static void printWeightGradKernel(const LayerPlan &plan, const Kernel &kernel, b
 }
 
 /// Prints a traversal: its functor, and the edge, node or pair traversal that calls it.
-static LogicalResult printTraversalKernel(const Kernel &kernel, TraversalOp traversal, bool cuda,
-                                          llvm::raw_ostream &os) {
-  FailureOr<Functor> functor = printFunctor(traversal, kernel.name);
+static LogicalResult printTraversalKernel(const LayerPlan &plan, const Kernel &kernel,
+                                          TraversalOp traversal, bool cuda, llvm::raw_ostream &os) {
+  FailureOr<Functor> functor = printFunctor(plan, traversal, kernel.name);
   if (failed(functor))
     return failure();
   os << functor->text;
@@ -165,7 +218,7 @@ static LogicalResult printTraversalKernel(const Kernel &kernel, TraversalOp trav
   if (!cuda) {
     os << kHead << "void " << kernel.name << "(" << kKernelParams << ") {\n"
        << "  (void)aux;\n";
-    printFunctorSetup(kernel, *functor, os);
+    printFunctorSetup(plan, kernel, *functor, os);
     if (edge)
       os << "  ::hector::tmpl::cpu::edgeMap(" << edges << ", f);\n}\n\n";
     else if (!pairs.empty())
@@ -179,7 +232,7 @@ static LogicalResult printTraversalKernel(const Kernel &kernel, TraversalOp trav
        << "  return 0;\n}\n\n";
     os << kHead << "cudaError_t " << kernel.name << "(" << kKernelParams
        << ", void *, std::size_t, cudaStream_t stream, bool) {\n  (void)aux;\n";
-    printFunctorSetup(kernel, *functor, os);
+    printFunctorSetup(plan, kernel, *functor, os);
     if (edge)
       os << "  return ::hector::tmpl::gpu::launchEdgeMap(" << edges << ", f, stream);\n}\n\n";
     else if (!pairs.empty())
@@ -192,24 +245,27 @@ static LogicalResult printTraversalKernel(const Kernel &kernel, TraversalOp trav
 }
 
 /// Prints a GEMM or weight product: its problem and the segmented GEMM template.
-static void printGemmKernel(const Kernel &kernel, bool cuda, llvm::raw_ostream &os) {
+static void printGemmKernel(const LayerPlan &plan, const Kernel &kernel, bool cuda,
+                            llvm::raw_ostream &os) {
   GemmConfig c = configOf(kernel);
-  printProblem(kernel, c, os);
+  OperandTypes types = gemmTypes(plan, kernel);
+  printProblem(kernel, c, types, os);
   std::string mode = "::hector::tmpl::Scatter::" + c.scatterMode;
   std::string problem = kernel.name + "_problem<T, I>(g, in, out, aux)";
   if (!cuda) {
     os << kHead << "void " << kernel.name << "(" << kKernelParams << ") {\n"
-       << "  ::hector::tmpl::cpu::segmentedGemm<T, " << bop(c) << ", " << mode << ">(" << problem
-       << ");\n}\n\n";
+       << "  ::hector::tmpl::cpu::segmentedGemm<" << types.a << ", " << bop(c) << ", " << mode
+       << ">(" << problem << ");\n}\n\n";
   } else {
     os << kHead << "std::size_t " << kernel.name << "_workspace(" << kKernelParams << ") {\n"
-       << "  return ::hector::tmpl::gpu::segmentedGemmWorkspaceBytes<T, " << mode << ">(" << problem
-       << ");\n}\n\n";
+       << "  return ::hector::tmpl::gpu::segmentedGemmWorkspaceBytes<" << types.a << ", " << mode
+       << ">(" << problem << ");\n}\n\n";
     os << kHead << "cudaError_t " << kernel.name << "(" << kKernelParams
        << ", void *workspace, std::size_t workspaceBytes, cudaStream_t stream, bool tensorCores) "
           "{\n"
-       << "  return ::hector::tmpl::gpu::launchSegmentedGemm<T, " << bop(c) << ", " << mode << ">("
-       << problem << ", workspace, workspaceBytes, stream, " << kMathPath << ");\n}\n\n";
+       << "  return ::hector::tmpl::gpu::launchSegmentedGemm<" << types.a << ", " << bop(c) << ", "
+       << mode << ">(" << problem << ", workspace, workspaceBytes, stream, " << kMathPath
+       << ");\n}\n\n";
   }
 }
 
@@ -219,14 +275,14 @@ LogicalResult printKernels(LayerPlan &plan, bool cuda, llvm::raw_ostream &os) {
       continue;
     os << "// " << kernel.name << "\n";
     if (kernel.kind == KernelKind::RowSum) {
-      printRowSumKernel(kernel, cuda, os);
+      printRowSumKernel(plan, kernel, cuda, os);
     } else if (kernel.kind == KernelKind::WeightGrad) {
       printWeightGradKernel(plan, kernel, cuda, os);
     } else if (auto traversal = dyn_cast<TraversalOp>(kernel.op)) {
-      if (failed(printTraversalKernel(kernel, traversal, cuda, os)))
+      if (failed(printTraversalKernel(plan, kernel, traversal, cuda, os)))
         return failure();
     } else {
-      printGemmKernel(kernel, cuda, os);
+      printGemmKernel(plan, kernel, cuda, os);
     }
   }
   return success();

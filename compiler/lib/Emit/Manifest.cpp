@@ -193,6 +193,9 @@ std::string manifestOf(LayerPlan &plan, bool cuda) {
   for (const std::array<double, kNumCostTerms> &point : plan.memory)
     m.memoryPoints.emplace_back(point.begin(), point.end());
   m.memoryOutputs.assign(plan.outputElements.begin(), plan.outputElements.end());
+  for (const std::array<double, kNumCostTerms> &point : plan.wideMemory)
+    m.wideMemoryPoints.emplace_back(point.begin(), point.end());
+  m.wideMemoryOutputs.assign(plan.wideOutputElements.begin(), plan.wideOutputElements.end());
   m.structures = plan.structures;
   m.cuda = cuda;
   m.sixteenBitStorage = plan.sixteenBitStorage;

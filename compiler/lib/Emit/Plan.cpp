@@ -67,6 +67,19 @@ std::optional<Space> pairSumSpaceOf(TraversalOp op) {
   return std::nullopt;
 }
 
+bool isWide(const LayerPlan &plan, Value v) {
+  auto marker = plan.gathers.find(v);
+  if (marker != plan.gathers.end())
+    v = marker->second.table;
+  if (auto slice = v.getDefiningOp<SliceOp>())
+    v = slice.getInput();
+  return plan.wide.contains(v);
+}
+
+std::string elementTypeOf(const LayerPlan &plan, Value v) {
+  return isWide(plan, v) ? "::hector::tmpl::AccumType<T>" : "T";
+}
+
 //===----------------------------------------------------------------------===//
 // Kernels
 //===----------------------------------------------------------------------===//
@@ -315,7 +328,9 @@ static void computeInPlace(LayerPlan &plan) {
       return true;
     };
     for (Value operand : release[k])
-      if (operand.getType() == result && !plan.gathers.count(operand) && readsOnlyOwnRow(operand)) {
+      if (operand.getType() == result && !plan.gathers.count(operand) &&
+          isWide(plan, operand) == isWide(plan, traversal->getResult(0)) &&
+          readsOnlyOwnRow(operand)) {
         plan.inPlace[traversal] = operand;
         break;
       }
@@ -362,73 +377,274 @@ static std::array<double, 7> elementsOf(Type type) {
   return c;
 }
 
-/// Fills plan.memory and plan.outputElements by walking the glue's allocations and releases:
-/// the sorted copies of edge inputs, every kernel's results (and a reduction's pre-summed
-/// input, and a weight gradient's per-chunk partials), the unsorted copies of edge outputs.
+/// Fills plan.memory and plan.outputElements (and their wide parts) by walking the glue's
+/// allocations and releases: the sorted copies of edge inputs, every kernel's results (and a
+/// reduction's pre-summed input, and a weight gradient's per-chunk partials, which are in the
+/// accumulation type), the unsorted copies of edge outputs.
 static void computeMemory(LayerPlan &plan) {
-  std::array<double, 7> live{};
-  auto add = [](std::array<double, 7> &to, const std::array<double, 7> &c, double sign = 1) {
+  using Terms = std::array<double, 7>;
+  Terms live{}, liveWide{};
+  auto add = [](Terms &to, const Terms &c, double sign = 1) {
     for (int i = 0; i < 7; ++i)
       to[i] += sign * c[i];
+  };
+  // Adds (or removes) a tensor of `type`, wide or not, to the live elements.
+  auto hold = [&](Type type, bool wide, double sign = 1) {
+    add(live, elementsOf(type), sign);
+    if (wide)
+      add(liveWide, elementsOf(type), sign);
   };
   for (InputOp input : plan.inputs)
     if (!input.getResult().use_empty() && !isSavedInput(input) &&
         input.getResult().getType().getSpace() != Space::Node)
-      add(live, elementsOf(input.getResult().getType()));
+      hold(input.getResult().getType(), isWide(plan, input.getResult()));
   std::map<size_t, SmallVector<Value>> release = releasePlan(plan);
   plan.memory.clear();
+  plan.wideMemory.clear();
   for (auto [k, kernel] : llvm::enumerate(plan.kernels)) {
-    std::array<double, 7> temporary{};
+    Terms temporary{}, temporaryWide{};
     // A GEMM with an accumulator writes into the accumulator's buffer, which lives on as its
     // result (it is not released after the GEMM).
     // So does a node traversal that writes into an operand's buffer (plan.inPlace).
     auto gemm = dyn_cast<GemmOp>(kernel.op);
     Value reused = gemm ? gemm.getAcc() : plan.inPlace.lookup(kernel.op);
     if (!reused)
-      for (Type type : kernel.op->getResultTypes())
-        add(live, elementsOf(type));
+      for (Value result : kernel.op->getResults())
+        hold(result.getType(), isWide(plan, result));
     if (kernel.kind == KernelKind::WeightGrad) {
       WeightGradConfig c = *weightGradConfig(kernel.op, plan);
-      std::array<double, 7> rows = elementsOf(c.c.getType());
+      Terms rows = elementsOf(c.c.getType());
       double perRow = static_cast<double>(numElements(dimsOf(c.c.getType())));
       // One [K, N] partial per 2048 rows of a segment (cpu::segmentedWeightGrad), and the
       // pre-summed rows of n elements of a reduction.
       for (int i = 0; i < 7; ++i) {
         double count = rows[i] / std::max(perRow, 1.0);
-        temporary[i] += count * (c.heads * c.k * c.n) / 2048.0 + (c.presum ? count * c.n : 0);
+        double partials = count * (c.heads * c.k * c.n) / 2048.0;
+        double presum = c.presum ? count * c.n : 0;
+        temporary[i] += partials + presum;
+        temporaryWide[i] += partials + (isWide(plan, c.c) ? presum : 0);
       }
     }
-    std::array<double, 7> point = live;
+    Terms point = live, pointWide = liveWide;
     add(point, temporary);
+    add(pointWide, temporaryWide);
     plan.memory.push_back(point);
+    plan.wideMemory.push_back(pointWide);
     for (Value value : release[k])
       if (value != reused)
-        add(live, elementsOf(value.getType()), -1);
+        hold(value.getType(), isWide(plan, value), -1);
   }
   plan.outputElements = {};
+  plan.wideOutputElements = {};
   for (size_t o = 0; o < plan.outputs.size(); ++o) {
     OutputOp output = plan.outputs[o];
-    add(plan.outputElements, elementsOf(output.getValue().getType()));
-    auto value = dyn_cast<ValueType>(output.getValue().getType());
+    Value v = output.getValue();
+    add(plan.outputElements, elementsOf(v.getType()));
+    if (isWide(plan, v))
+      add(plan.wideOutputElements, elementsOf(v.getType()));
+    auto value = dyn_cast<ValueType>(v.getType());
     if (value && value.getSpace() != Space::Node && !isSavedOutput(output))
-      add(live, elementsOf(output.getValue().getType())); // the unsorted copy
+      hold(v.getType(), isWide(plan, v)); // the unsorted copy
   }
   plan.memory.push_back(live);
+  plan.wideMemory.push_back(liveWide);
 }
 
 //===----------------------------------------------------------------------===//
 // The module
 //===----------------------------------------------------------------------===//
 
-/// Whether `layer` computes an exponential (an exp, or a softmax before its lowering): its
-/// logits are rounded by 16-bit storage to 8 significant bits, which moves an exponential of a
-/// logit in the hundreds by tens of percent.
+//===----------------------------------------------------------------------===//
+// Storage of 16-bit calls
+//===----------------------------------------------------------------------===//
+
+/// Adds to `wide` the top-level values `seeds` are computed from, themselves included: through
+/// every op, into a traversal's body (a result is computed from the value its body yields, a
+/// block argument is the traversal's operand) and out of it. Values inside bodies are visited
+/// but only top-level ones matter to the plan.
+static void addAncestors(llvm::DenseSet<Value> &wide, SmallVector<Value> seeds) {
+  llvm::DenseSet<Value> seen;
+  while (!seeds.empty()) {
+    Value v = seeds.pop_back_val();
+    if (!seen.insert(v).second)
+      continue;
+    if (auto arg = dyn_cast<BlockArgument>(v)) {
+      if (auto traversal = dyn_cast<TraversalOp>(arg.getOwner()->getParentOp()))
+        seeds.push_back(traversal->getOperand(arg.getArgNumber()));
+      continue;
+    }
+    Operation *def = v.getDefiningOp();
+    if (!isa<TraversalOp>(def->getParentOp()))
+      wide.insert(v);
+    if (auto traversal = dyn_cast<TraversalOp>(def)) {
+      auto yield = cast<YieldOp>(traversal.getBodyRegion().front().getTerminator());
+      seeds.push_back(yield->getOperand(cast<OpResult>(v).getResultNumber()));
+      continue;
+    }
+    for (Value operand : def->getOperands())
+      seeds.push_back(operand);
+  }
+}
+
+/// Adds to `wide` the top-level values computed from `seeds` (not the seeds themselves): the
+/// results of every op that reads one, through a traversal's body to the results whose yielded
+/// values depend on it.
+static void addDescendants(llvm::DenseSet<Value> &wide, SmallVector<Value> seeds) {
+  llvm::DenseSet<Value> seen;
+  while (!seeds.empty()) {
+    Value v = seeds.pop_back_val();
+    if (!seen.insert(v).second)
+      continue;
+    for (OpOperand &use : v.getUses()) {
+      Operation *user = use.getOwner();
+      if (auto traversal = dyn_cast<TraversalOp>(user)) {
+        seeds.push_back(traversal.getBodyRegion().getArgument(use.getOperandNumber()));
+        continue;
+      }
+      if (auto yield = dyn_cast<YieldOp>(user)) {
+        Value result = yield->getParentOp()->getResult(use.getOperandNumber());
+        wide.insert(result);
+        seeds.push_back(result);
+        continue;
+      }
+      for (Value result : user->getResults()) {
+        if (!isa<TraversalOp>(user->getParentOp()))
+          wide.insert(result);
+        seeds.push_back(result);
+      }
+    }
+  }
+}
+
+/// The values of `layer` an exponential reads, directly or through any chain of ops
+/// (LayerPlan::wide).
+static llvm::DenseSet<Value> exponentialInputs(LayerOp layer) {
+  llvm::DenseSet<Value> wide;
+  SmallVector<Value> seeds;
+  layer->walk([&](Operation *op) {
+    if (isa<ExpOp, SoftmaxOp>(op))
+      seeds.push_back(op->getOperand(0));
+  });
+  addAncestors(wide, std::move(seeds));
+  return wide;
+}
+
+/// Whether a row (or weight slice) of `type` holds one value per head or fewer: a scalar, a single
+/// element, or only a head dimension (`[Hh]`): in a softmax layer, the logits, attention
+/// weights, their maxima and sums, and the gradients of all these.
+static bool isPerHeadRow(Type type) {
+  RowShape shape =
+      isa<ValueType>(type) ? cast<ValueType>(type).getShape() : cast<WeightType>(type).getShape();
+  return shape.dims.size() == 0 || numElements(shape.dims) == 1 ||
+         (shape.dims.size() == 1 && shape.headAxis == 0);
+}
+
+/// Whether `layer` computes an exponential (an exp, or a softmax before its lowering).
 static bool computesExponential(LayerOp layer) {
   return layer
       ->walk([](Operation *op) {
         return isa<ExpOp, SoftmaxOp>(op) ? WalkResult::interrupt() : WalkResult::advance();
       })
       .wasInterrupted();
+}
+
+/// Whether the kernels of `plan` can hold its wide values beside 16-bit ones: every run sum
+/// reads and writes one storage, and so does every accumulation into an operand's buffer.
+static bool storageFits(const LayerPlan &plan) {
+  for (const Kernel &kernel : plan.kernels) {
+    Value result = kernel.op->getNumResults() ? kernel.op->getResult(0) : Value();
+    if (kernel.kind == KernelKind::RowSum &&
+        isWide(plan, cast<ReduceOp>(kernel.op).getInput()) != isWide(plan, result))
+      return false;
+    if (auto gemm = dyn_cast<GemmOp>(kernel.op))
+      if (gemm.getAcc() && isWide(plan, gemm.getAcc()) != isWide(plan, result))
+        return false;
+  }
+  return true;
+}
+
+/// Fills LayerPlan::wide and sixteenBitStorage for every layer: the values an exponential reads,
+/// and, in a layer that computes one or in the backward of such a layer, every value with a row
+/// per head or less (isPerHeadRow: H values an edge, against H x d of the rows they weigh; a
+/// gradient of the logits is a difference of nearly equal terms, alpha (g - sum alpha g), which
+/// 16-bit terms would leave with few correct bits). Then made consistent between a forward
+/// layer and its backward (an activation saved by one and read by the other is wide in both,
+/// with what the forward computes it from). A layer whose kernels cannot hold its storage
+/// (storageFits) computes 16-bit calls in float32 storage, together with its forward or
+/// backward.
+static void planStorage(std::vector<LayerPlan> &plans) {
+  llvm::StringMap<LayerPlan *> bySymbol;
+  llvm::StringMap<bool> exponential;
+  for (LayerPlan &plan : plans) {
+    bySymbol[plan.layer.getSymName()] = &plan;
+    exponential[plan.layer.getSymName()] = computesExponential(plan.layer);
+  }
+  for (LayerPlan &plan : plans) {
+    plan.wide = exponentialInputs(plan.layer);
+    bool softmax = exponential.lookup(plan.layer.getSymName());
+    if (auto ref = plan.layer->getAttrOfType<FlatSymbolRefAttr>(kForwardAttrName))
+      softmax |= exponential.lookup(ref.getValue());
+    if (!softmax)
+      continue;
+    SmallVector<Value> perHead;
+    for (InputOp input : plan.inputs)
+      perHead.push_back(input.getResult());
+    for (WeightOp weight : plan.weights)
+      perHead.push_back(weight.getResult());
+    for (const Kernel &kernel : plan.kernels)
+      for (Value result : kernel.op->getResults())
+        perHead.push_back(result);
+    SmallVector<Value> computedPerHead;
+    for (Value v : perHead)
+      if (isPerHeadRow(v.getType())) {
+        plan.wide.insert(v);
+        if (!isa<InputOp, WeightOp>(v.getDefiningOp()))
+          computedPerHead.push_back(v);
+      }
+    // In the backward of a softmax layer, what the gradients of the logits flow into: the
+    // gradients of the values the logits are computed from (a bias of the keys of HGT, whose
+    // gradient is an exact zero summed from the logits' gradients, keeps float precision).
+    if (plan.layer->getAttrOfType<FlatSymbolRefAttr>(kForwardAttrName))
+      addDescendants(plan.wide, std::move(computedPerHead));
+  }
+  auto savedValues = [](LayerPlan &plan) {
+    llvm::StringMap<Value> values;
+    for (InputOp input : plan.inputs)
+      if (isSavedInput(input))
+        values[input.getName()] = input.getResult();
+    for (OutputOp output : plan.outputs)
+      if (isSavedOutput(output))
+        values[output.getName()] = output.getValue();
+    return values;
+  };
+  for (LayerPlan &forward : plans) {
+    auto ref = forward.layer->getAttrOfType<FlatSymbolRefAttr>(kBackwardAttrName);
+    LayerPlan *backward = ref ? bySymbol.lookup(ref.getValue()) : nullptr;
+    if (!backward)
+      continue;
+    llvm::StringMap<Value> fromForward = savedValues(forward),
+                           intoBackward = savedValues(*backward);
+    // What the backward needs wide, the forward computes wide (and what it is computed from);
+    // what the forward stores wide, the backward reads as it is.
+    SmallVector<Value> seeds;
+    for (auto &[name, value] : intoBackward)
+      if (backward->wide.contains(value) && fromForward.count(name))
+        seeds.push_back(fromForward.lookup(name));
+    addAncestors(forward.wide, std::move(seeds));
+    for (auto &[name, value] : fromForward)
+      if (isWide(forward, value) && intoBackward.count(name))
+        backward->wide.insert(intoBackward.lookup(name));
+  }
+  for (LayerPlan &plan : plans)
+    plan.sixteenBitStorage = storageFits(plan);
+  for (LayerPlan &forward : plans)
+    if (auto ref = forward.layer->getAttrOfType<FlatSymbolRefAttr>(kBackwardAttrName))
+      if (LayerPlan *backward = bySymbol.lookup(ref.getValue()))
+        forward.sixteenBitStorage = backward->sixteenBitStorage =
+            forward.sixteenBitStorage && backward->sixteenBitStorage;
+  for (LayerPlan &plan : plans)
+    if (!plan.sixteenBitStorage)
+      plan.wide.clear();
 }
 
 FailureOr<std::vector<LayerPlan>> planModule(ModuleOp module, StringRef entryName) {
@@ -441,6 +657,7 @@ FailureOr<std::vector<LayerPlan>> planModule(ModuleOp module, StringRef entryNam
   }
   if (plans.empty())
     return module.emitError("the module holds no hector.layer to emit");
+  planStorage(plans);
   for (LayerPlan &plan : plans) {
     computeStructures(plan);
     computeInPlace(plan);
@@ -449,23 +666,16 @@ FailureOr<std::vector<LayerPlan>> planModule(ModuleOp module, StringRef entryNam
   FailureOr<LayerOp> entry = selectEntryLayer(module, entryName);
   if (failed(entry))
     return failure();
-  // Each layer's namespace, and whether it computes an exponential, by symbol name.
+  // Each layer's namespace by symbol name.
   llvm::StringMap<std::string> ids;
-  llvm::StringMap<bool> exponential;
-  for (LayerPlan &plan : plans) {
+  for (LayerPlan &plan : plans)
     ids[plan.layer.getSymName()] = "hector_" + plan.id;
-    exponential[plan.layer.getSymName()] = computesExponential(plan.layer);
-  }
   for (LayerPlan &plan : plans) {
     plan.entry = plan.layer == *entry;
-    // 16-bit storage: not for a layer with an exponential, nor for the backward of one (it
-    // reads the forward's saved logits or attention weights).
-    plan.sixteenBitStorage = !exponential.lookup(plan.layer.getSymName());
     if (auto ref = plan.layer->getAttrOfType<FlatSymbolRefAttr>(kBackwardAttrName))
       plan.backwardOf = ids.lookup(ref.getValue());
     if (auto ref = plan.layer->getAttrOfType<FlatSymbolRefAttr>(kForwardAttrName)) {
       plan.forwardOf = ids.lookup(ref.getValue());
-      plan.sixteenBitStorage &= !exponential.lookup(ref.getValue());
     }
     if (auto ref = plan.layer->getAttrOfType<FlatSymbolRefAttr>(kInferenceAttrName))
       plan.inference = ids.lookup(ref.getValue());
