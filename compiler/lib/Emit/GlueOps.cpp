@@ -84,7 +84,7 @@ public:
       printElementwise();
     os << "  }()";
     if (mixed)
-      os << ", " << (isWide(plan, result) ? "wideType" : "opts.dtype().toScalarType()") << ")";
+      os << ", " << (isWide(plan, result) ? "wideType" : "c10::CppTypeToScalarType<T>::value") << ")";
     os << ";\n";
   }
 
