@@ -45,6 +45,31 @@ template <typename T> struct RaggedTile {
 const std::vector<std::vector<I64>> kSegmentLayouts = {
     {0, 1, 0, 37, 5, 0}, {1}, {0, 0}, {70}, {3, 0, 0, 129, 1}};
 
+/// The GemmProblem of packed rows: segments `off`, heads x K (A) and heads x N (C) elements a
+/// row, one [heads, K, N] B per segment, A's rows gathered and C's scattered where given.
+template <typename T, typename TB, typename TC>
+GemmProblem<T, I64, TB, TC>
+denseGemmProblem(const std::vector<I64> &off, I64 K, I64 N, I64 heads, const std::vector<T> &A,
+                 const std::vector<I64> *gather, const std::vector<TB> &B, std::vector<TC> &C,
+                 const std::vector<I64> *scatter) {
+  GemmProblem<T, I64, TB, TC> p;
+  p.numSegments = static_cast<I64>(off.size()) - 1;
+  p.segOffsets = off.data();
+  p.numRows = off.back();
+  p.K = K;
+  p.N = N;
+  p.heads = heads;
+  p.A = A.data();
+  p.lda = heads * K;
+  p.gather = gather ? gather->data() : nullptr;
+  p.B = B.data();
+  p.strideB = heads * K * N;
+  p.C = C.data();
+  p.ldc = heads * N;
+  p.scatter = scatter ? scatter->data() : nullptr;
+  return p;
+}
+
 template <typename T, BOp Op, Scatter Mode, typename Tile>
 void checkGemm(const std::vector<I64> &sizes, I64 K, I64 N, I64 heads, bool gather,
                std::mt19937_64 &rng) {
@@ -63,21 +88,8 @@ void checkGemm(const std::vector<I64> &sizes, I64 K, I64 N, I64 heads, bool gath
   const std::vector<I64> sidx =
       scatterIsIndexed(Mode) ? injectivePerSegment(off, outRows, rng) : std::vector<I64>();
 
-  GemmProblem<T, I64> p;
-  p.numSegments = S;
-  p.segOffsets = off.data();
-  p.numRows = rows;
-  p.K = K;
-  p.N = N;
-  p.heads = heads;
-  p.A = A.data();
-  p.lda = heads * K;
-  p.gather = gather ? gidx.data() : nullptr;
-  p.B = B.data();
-  p.strideB = heads * K * N;
-  p.C = C.data();
-  p.ldc = heads * N;
-  p.scatter = scatterIsIndexed(Mode) ? sidx.data() : nullptr;
+  const auto p = denseGemmProblem(off, K, N, heads, A, gather ? &gidx : nullptr, B, C,
+                                  scatterIsIndexed(Mode) ? &sidx : nullptr);
   segmentedGemm<T, Op, Mode, Tile>(p);
 
   const auto rowsRef = referenceGemmRows(p, Op == BOp::kTranspose);
@@ -663,21 +675,8 @@ void checkMixedGemm(const std::vector<I64> &sizes, I64 K, I64 N, I64 heads, bool
   const std::vector<I64> gidx = randomIndex(rows, std::max<I64>(1, aRows), rng);
   const std::vector<I64> sidx =
       scatterIsIndexed(Mode) ? injectivePerSegment(off, outRows, rng) : std::vector<I64>();
-  GemmProblem<T, I64, TB, TC> p;
-  p.numSegments = S;
-  p.segOffsets = off.data();
-  p.numRows = rows;
-  p.K = K;
-  p.N = N;
-  p.heads = heads;
-  p.A = A.data();
-  p.lda = heads * K;
-  p.gather = gather ? gidx.data() : nullptr;
-  p.B = B.data();
-  p.strideB = heads * K * N;
-  p.C = C.data();
-  p.ldc = heads * N;
-  p.scatter = scatterIsIndexed(Mode) ? sidx.data() : nullptr;
+  const auto p = denseGemmProblem(off, K, N, heads, A, gather ? &gidx : nullptr, B, C,
+                                  scatterIsIndexed(Mode) ? &sidx : nullptr);
   segmentedGemm<T, Op, Mode, Tile>(p);
 
   std::vector<long double> abs;
