@@ -308,13 +308,15 @@ std::vector<at::Tensor> applyLayer(const LayerManifest &requested, const Graph &
   }
   // The optimisation variant for this graph (all take the same inputs and weights) that fits
   // the memory budget, with the graph structures its kernels read.
-  int64_t elementBytes = 4;
-  for (const std::vector<at::Tensor> *list : {&inputs, &weights})
-    for (const at::Tensor &t : *list)
-      if (t.defined() && t.is_floating_point()) {
-        elementBytes = static_cast<int64_t>(t.element_size());
-        break;
-      }
+  // The call's element size: the first floating input's (the glue's call dtype; a 16-bit
+  // input with float32 master weights makes a 16-bit call), else the first weight's.
+  const int64_t elementBytes = [&]() -> int64_t {
+    for (const std::vector<at::Tensor> *list : {&inputs, &weights})
+      for (const at::Tensor &t : *list)
+        if (t.defined() && t.is_floating_point())
+          return static_cast<int64_t>(t.element_size());
+    return 4;
+  }();
   const LayerManifest &layer = prepareLayer(requested, graph, needsGrad, variant, elementBytes);
   try {
     return runLayer(layer, graph, inputs, weights, needsGrad);

@@ -983,7 +983,7 @@ TORCH_LIBRARY_FRAGMENT(hector, m) {
         "str variant=\"auto\", int element_bytes=4) -> float",
         &hector::layerMemoryOp);
   m.def("layer_variant(str layer, __torch__.torch.classes.hector.Graph graph, bool training, "
-        "str variant=\"auto\") -> str",
+        "str variant=\"auto\", int element_bytes=4) -> str",
         &hector::layerVariantOp);
   m.def("layer_explain(str layer, __torch__.torch.classes.hector.Graph graph) -> str",
         &hector::layerExplainOp);

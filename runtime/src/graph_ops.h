@@ -35,9 +35,10 @@ std::string layerPrepareOp(const std::string &ns, const c10::intrusive_ptr<Graph
 /// `variant` ("auto": the one a call would run) with elements of `elementBytes`.
 double layerMemoryOp(const std::string &ns, const c10::intrusive_ptr<GraphHolder> &graph,
                      bool training, const std::string &variant, int64_t elementBytes);
-/// hector::layer_variant: the variant a call would run (chooseVariant).
+/// hector::layer_variant: the variant a call with elements of `elementBytes` would run
+/// (chooseVariant).
 std::string layerVariantOp(const std::string &ns, const c10::intrusive_ptr<GraphHolder> &graph,
-                           bool training, const std::string &request);
+                           bool training, const std::string &request, int64_t elementBytes);
 /// hector::layer_explain: the cost model's comparison of the variants (explainVariants).
 std::string layerExplainOp(const std::string &ns, const c10::intrusive_ptr<GraphHolder> &graph);
 

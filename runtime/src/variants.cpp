@@ -15,6 +15,7 @@
 #include <c10/util/Exception.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
@@ -54,20 +55,40 @@ struct Estimate {
   double flops = 0, bytes = 0;
 };
 
-double objective(const LayerManifest &m, const std::vector<double> &terms, double balance) {
-  return evaluate(m.flops, terms) + balance * evaluate(m.bytes, terms);
+/// The factor on the cost model's bytes (counted in float32 elements) for a call with elements
+/// of `elementBytes`: 1 except in a 16-bit call of a layer in 16-bit storage, whose kernels move
+/// its wide elements in 4 bytes and the others in 2 (LayerManifest::trafficElements). A layer
+/// that computes 16-bit calls in float32 storage moves float32 elements (and converts).
+double bytesFactor(const LayerManifest &m, const std::vector<double> &terms, int64_t elementBytes) {
+  if (elementBytes != 2 || !m.sixteenBitStorage || m.trafficElements.empty())
+    return 1.0;
+  const double all = evaluate(m.trafficElements, terms);
+  if (!(all > 0))
+    return 1.0;
+  const double wide = std::clamp(evaluate(m.wideTrafficElements, terms), 0.0, all);
+  return (2.0 * (all - wide) + 4.0 * wide) / (4.0 * all);
 }
 
-Estimate estimate(const LayerManifest &m, const std::vector<double> &terms, double balance) {
+double objective(const LayerManifest &m, const std::vector<double> &terms, double balance,
+                 int64_t elementBytes) {
+  return evaluate(m.flops, terms) +
+         balance * bytesFactor(m, terms, elementBytes) * evaluate(m.bytes, terms);
+}
+
+/// The estimates of variant `m` for calls with elements of `elementBytes` (4: float32, whose
+/// choice the others share except that a 16-bit call weighs bytes by bytesFactor).
+Estimate estimate(const LayerManifest &m, const std::vector<double> &terms, double balance,
+                  int64_t elementBytes = 4) {
   Estimate e;
   e.layer = &m;
   e.flops = evaluate(m.flops, terms);
-  e.bytes = evaluate(m.bytes, terms);
-  e.train = objective(m, terms, balance);
+  e.bytes = bytesFactor(m, terms, elementBytes) * evaluate(m.bytes, terms);
+  e.train = objective(m, terms, balance, elementBytes);
   if (!m.backward.empty())
-    e.train += objective(manifestOf(m.backward), terms, balance);
-  e.inference = m.inference.empty() ? objective(m, terms, balance)
-                                    : objective(manifestOf(m.inference), terms, balance);
+    e.train += objective(manifestOf(m.backward), terms, balance, elementBytes);
+  e.inference = m.inference.empty()
+                    ? objective(m, terms, balance, elementBytes)
+                    : objective(manifestOf(m.inference), terms, balance, elementBytes);
   for (const std::vector<double> &value : m.intermediates)
     e.largest = std::max(e.largest, evaluate(value, terms));
   return e;
@@ -217,7 +238,7 @@ const LayerManifest &chooseVariant(const LayerManifest &layer, const Graph &grap
     const double peak = estimatePeakBytes(*m, graph, training, elementBytes);
     peaks += (peaks.empty() ? "" : ", ") + variantName(*m) + " " + formatBytes(peak);
     if (peak <= budget)
-      estimates.push_back(estimate(*m, terms, balance));
+      estimates.push_back(estimate(*m, terms, balance, elementBytes));
   }
   TORCH_CHECK_WITH(OutOfMemoryError, !estimates.empty(), layer.layer,
                    ": no variant fits the memory budget on ", graph.device().str(), " (",
@@ -240,40 +261,55 @@ std::string explainVariants(const LayerManifest &layer, const Graph &graph) {
      << " balance=" << balance << " flop/byte (" << (graph.device().is_cuda() ? "cuda" : "cpu")
      << ")\n";
   const double budget = static_cast<double>(memoryBudget(graph.device()));
-  std::vector<Estimate> estimates, trainFits, inferenceFits;
+  // The estimates of every variant, and those whose peak fits the budget, for float32 calls
+  // ([0]) and 16-bit ones ([1]).
+  std::vector<Estimate> estimates, trainFits[2], inferenceFits[2];
   for (const LayerManifest *m : variants) {
     if (m->flops.empty()) {
       os << "  " << variantName(*m) << ": no cost estimate in this library\n";
       continue;
     }
     Estimate e = estimate(*m, terms, balance);
+    Estimate half = estimate(*m, terms, balance, 2);
     double base = estimates.empty() ? 0 : estimates.front().train;
     os << "  " << variantName(*m) << ": train=" << format(e.train)
        << " inference=" << format(e.inference) << " largest=" << format(e.largest);
     if (!estimates.empty() && e.train > 0)
       os << " (train " << format(base / e.train) << "x)";
-    const double trainPeak = estimatePeakBytes(*m, graph, true, 4);
-    const double inferencePeak = estimatePeakBytes(*m, graph, false, 4);
+    const double trainPeak[2] = {estimatePeakBytes(*m, graph, true, 4),
+                                 estimatePeakBytes(*m, graph, true, 2)};
+    const double inferencePeak[2] = {estimatePeakBytes(*m, graph, false, 4),
+                                     estimatePeakBytes(*m, graph, false, 2)};
     os << "\n    forward: flops=" << format(e.flops) << " bytes=" << format(e.bytes) << "\n"
-       << "    peak (float32): train " << formatBytes(trainPeak) << ", inference "
-       << formatBytes(inferencePeak) << (trainPeak > budget ? " (training over budget)" : "")
-       << "\n";
-    if (trainPeak <= budget)
-      trainFits.push_back(e);
-    if (inferencePeak <= budget)
-      inferenceFits.push_back(e);
+       << "    peak (float32): train " << formatBytes(trainPeak[0]) << ", inference "
+       << formatBytes(inferencePeak[0]) << (trainPeak[0] > budget ? " (training over budget)" : "")
+       << "\n"
+       << "    16-bit calls (" << (m->sixteenBitStorage ? "16-bit" : "float32")
+       << " storage): train=" << format(half.train) << " inference=" << format(half.inference)
+       << ", peak train " << formatBytes(trainPeak[1]) << ", inference "
+       << formatBytes(inferencePeak[1]) << "\n";
+    for (int i = 0; i < 2; ++i) {
+      if (trainPeak[i] <= budget)
+        trainFits[i].push_back(i == 0 ? e : half);
+      if (inferencePeak[i] <= budget)
+        inferenceFits[i].push_back(i == 0 ? e : half);
+    }
     for (const std::string &line : m->rewrites)
       os << "    " << line << "\n";
     estimates.push_back(e);
   }
+  auto choice = [&](int i) {
+    return "training " +
+           (trainFits[i].empty() ? std::string("(none fits)")
+                                 : variantName(*cheapest(trainFits[i], true))) +
+           ", inference " +
+           (inferenceFits[i].empty() ? std::string("(none fits)")
+                                     : variantName(*cheapest(inferenceFits[i], false)));
+  };
   os << "  memory budget: " << formatBytes(budget) << "\n";
   if (estimates.size() == variants.size() && !estimates.empty())
-    os << "  choice: training "
-       << (trainFits.empty() ? std::string("(none fits)") : variantName(*cheapest(trainFits, true)))
-       << ", inference "
-       << (inferenceFits.empty() ? std::string("(none fits)")
-                                 : variantName(*cheapest(inferenceFits, false)))
-       << "\n";
+    os << "  choice of 16-bit calls: " << choice(1) << "\n"
+       << "  choice: " << choice(0) << "\n";
   else
     os << "  choice: none (the layer as written)\n";
   return os.str();
@@ -292,8 +328,11 @@ const LayerManifest &layerNamed(const std::string &ns) {
 } // namespace
 
 std::string layerVariantOp(const std::string &ns, const c10::intrusive_ptr<GraphHolder> &graph,
-                           bool training, const std::string &request) {
-  return variantName(chooseVariant(layerNamed(ns), graphOf(graph), training, request));
+                           bool training, const std::string &request, int64_t elementBytes) {
+  TORCH_CHECK_VALUE(elementBytes == 2 || elementBytes == 4 || elementBytes == 8,
+                    "layer_variant: element_bytes must be 2, 4 or 8, not ", elementBytes);
+  return variantName(
+      chooseVariant(layerNamed(ns), graphOf(graph), training, request, elementBytes));
 }
 
 double layerMemoryOp(const std::string &ns, const c10::intrusive_ptr<GraphHolder> &graph,

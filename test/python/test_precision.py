@@ -4,6 +4,8 @@ reference (references.py) on the same 16-bit-rounded inputs and weights, so that
 left is the kernels' float32 arithmetic and the final rounding to 16 bits. The bound is the
 issue's: max |error| <= 2^-7 * max |reference|, for the output and for every gradient, on the
 awkward graphs and with softmax inputs of large magnitude."""
+import copy
+
 import pytest
 import torch
 
@@ -56,7 +58,15 @@ def assert_within_bound(actual, exact, single, what):
 def check_layer(layer, dtype, graph, inputs, reference):
     """Runs `layer` in `dtype` on `inputs` (float32 tensors, rounded to dtype) and compares the
     output and the gradients of every input and weight with reference(inputs, weights) in
-    float64 on the same rounded values."""
+    float64 on the same rounded values; with each optimisation variant the library carries, each
+    of which keeps its own set of values in float32 (LayerPlan::wide)."""
+    for variant in type(layer).variants():
+        each = copy.deepcopy(layer)
+        each.variant = variant
+        check_variant(each, dtype, graph, inputs, reference, f"variant {variant!r}")
+
+
+def check_variant(layer, dtype, graph, inputs, reference, which):
     weights = [(n, p.detach().clone()) for n, p in layer.named_parameters()]
     layer = layer.to(dtype)
     ins = [x.detach().to(dtype).requires_grad_() for x in inputs]
@@ -67,17 +77,18 @@ def check_layer(layer, dtype, graph, inputs, reference):
     out.backward(grad_out)
     exact = run_reference(reference, inputs, weights, dtype, torch.float64, grad_out)
     single = run_reference(reference, inputs, weights, dtype, torch.float32, grad_out)
-    assert_within_bound(out, exact[0], single[0], "output")
+    assert_within_bound(out, exact[0], single[0], f"{which}: output")
     for i, x in enumerate(ins):
         assert x.grad.dtype == dtype
-        assert_within_bound(x.grad, exact[1][i], single[1][i], f"gradient of input {i}")
+        assert_within_bound(x.grad, exact[1][i], single[1][i], f"{which}: gradient of input {i}")
     checked = 0
     for n, p in layer.named_parameters():
         if n not in exact[2]:
             continue
         assert p.grad.dtype == dtype, n
         want = exact[2][n]
-        assert_within_bound(p.grad.reshape(want.shape), want, single[2][n], f"gradient of {n}")
+        assert_within_bound(p.grad.reshape(want.shape), want, single[2][n],
+                            f"{which}: gradient of {n}")
         checked += 1
     assert checked > 0
 
@@ -246,30 +257,39 @@ def test_autocast_casts_like_linear(compile_model, dtype, model):
 
 def test_sixteen_bit_storage(compile_model):
     """Every example layer (its variants and backward layers too) runs 16-bit calls on 16-bit
-    rows; a softmax layer (RGAT, HGT) keeps the values an exponential reads, and its per-head
+    rows; a softmax layer (both RGATs, HGT) keeps the values an exponential reads, and its per-head
     rows (logits, attention weights and their gradients), in float32. The memory estimate of a
     bfloat16 call counts 2 bytes an element and 4 for those: for RGCN, whose wide values are only
     its weight gradients' float partials, close to half the float32 estimate; for the softmax
-    layers between half and all of it. The manifest says which tensors are wide."""
+    layers between half and all of it. The manifest says which tensors are wide, and which part
+    of the kernels' traffic (none for RGCN)."""
     from hector.module import layer_manifest
 
     g = awkward_graph(0)
     graph = make_graph(g)
     for args in [("rgcn", "in=6", "out=5"), ("rgat", "in=6", "d=3", "H=2"),
-                 ("hgt", "in=8", "out=8", "H=2")]:
+                 ("rgat_pyg", "in=6", "d=3", "H=2"), ("hgt", "in=8", "out=8", "H=2")]:
         Model = compile_model(*args)
         layer = Model(num_relations=g.num_relations, num_ntypes=g.num_ntypes)
         m = layer.manifest
         variants = m.get("variants", [])
         related = [m["namespace"], m["backward"], m["inference"]] + variants
         related += [layer_manifest(ns)[k] for ns in variants for k in ("backward", "inference")]
-        wide = 0.0
+        wide = wide_traffic = 0.0
         for ns in related:
             lm = layer_manifest(ns)
             assert lm["sixteen_bit_storage"] is True, (args[0], ns)
             wide += sum(sum(point) for point in lm["memory"]["wide_points"])
+            # The kernels' traffic in elements, and its wide part, term by term.
+            traffic = lm["traffic"]
+            assert sum(traffic["elements"]) > 0, (args[0], ns)
+            assert all(0 <= w <= e for w, e in zip(traffic["wide"], traffic["elements"])), \
+                (args[0], ns, traffic)
+            wide_traffic += sum(traffic["wide"])
         if args[0] != "rgcn":
-            assert wide > 0, args[0]
+            assert wide > 0 and wide_traffic > 0, args[0]
+        else:
+            assert wide_traffic == 0
         single = layer.memory_estimate(graph, training=True, dtype=torch.float32)
         half = layer.memory_estimate(graph, training=True, dtype=torch.bfloat16)
         # estimate = elements x element size + graph structures

@@ -14,6 +14,7 @@ import pytest
 import torch
 
 import hector
+from hector.module import layer_manifest
 import references
 from references import awkward_graph
 from test_models import make_graph
@@ -319,6 +320,71 @@ def test_explain_agrees_with_chosen_variant(compile_model, model):
                                    layer.chosen_variant(graph, training=False)), text
         for v in Model.variants():
             assert re.search(rf"^  {v}: ", text, re.M), text
+
+
+def cost_terms(graph):
+    """The values of the manifests' cost terms N, E, U_src, U_dst, R, T, 1 on `graph`."""
+    return [graph.num_nodes, graph.num_edges, graph.num_unique_src, graph.num_unique_dst,
+            graph.num_relations, graph.num_ntypes, 1]
+
+
+def two_byte_factor(ns, terms):
+    """The bytes a 16-bit call of layer `ns` moves per byte of a float32 call, from its manifest's
+    kernel traffic: (2 x 16-bit elements + 4 x wide ones) / (4 x all)."""
+    traffic = layer_manifest(ns)["traffic"]
+    every = sum(c * t for c, t in zip(traffic["elements"], terms))
+    wide = sum(c * t for c, t in zip(traffic["wide"], terms))
+    return (2 * (every - wide) + 4 * wide) / (4 * every)
+
+
+def sixteen_bit_objective(ns, terms, balance=4.0):
+    """flops + balance x bytes of layer `ns` in a 16-bit call (balance: the CPU's)."""
+    cost = layer_manifest(ns)["cost"]
+    flops = sum(c * t for c, t in zip(cost["flops"], terms))
+    bytes_ = sum(c * t for c, t in zip(cost["bytes"], terms))
+    return flops + balance * two_byte_factor(ns, terms) * bytes_
+
+
+@pytest.mark.parametrize("model", ["rgcn", "rgat_pyg", "hgt"])
+def test_sixteen_bit_calls_weigh_two_byte_traffic(compile_model, model):
+    """A bfloat16 call chooses among the variants with each one's bytes weighed by its share of
+    2-byte traffic (the manifest's "traffic": a wide element moves 4 bytes, any other 2); for
+    RGCN, which has no wide values, exactly one half. The choice recomputed here from the
+    manifests is the one the runtime makes and explains; a float32 call's choice is unchanged."""
+    Model = compile_model(model, *MODELS[model][0])
+    for graph in (sharing_graph(), no_sharing_graph(num_ntypes=1)):
+        layer = Model(num_relations=graph.num_relations, num_ntypes=graph.num_ntypes)
+        terms = cost_terms(graph)
+        names = [layer.manifest["namespace"]] + layer.manifest.get("variants", [])
+        train, inference = {}, {}
+        for v, ns in zip(Model.variants(), names):
+            lm = layer_manifest(ns)
+            related = [ns, lm["backward"], lm["inference"]]
+            factors = [two_byte_factor(n, terms) for n in related]
+            if model == "rgcn":
+                assert factors == [0.5] * 3, (v, factors)
+            else:
+                assert all(0.5 < f <= 1 for f in factors), (v, factors)
+            train[v] = sixteen_bit_objective(ns, terms) + sixteen_bit_objective(lm["backward"],
+                                                                                terms)
+            inference[v] = sixteen_bit_objective(lm["inference"], terms)
+
+        def cheapest(costs):   # the first (simplest) among equals, as the runtime chooses
+            best = next(iter(costs))
+            for v, c in costs.items():
+                if c < costs[best] * (1 - 1e-9):
+                    best = v
+            return best
+
+        expected = (cheapest(train), cheapest(inference))
+        half = (layer.chosen_variant(graph, True, torch.bfloat16),
+                layer.chosen_variant(graph, False, torch.float16))
+        assert half == expected, (half, train, inference)
+        text = layer.explain(graph)
+        m = re.search(r"^  choice of 16-bit calls: training (\w+), inference (\w+)$", text, re.M)
+        assert m and m.groups() == expected, text
+        assert choice_of(text) == (layer.chosen_variant(graph, True, torch.float32),
+                                   layer.chosen_variant(graph, False)), text
 
 
 # --- 5. the runtime's choice is hectorc --explain's ----------------------------------------------

@@ -159,20 +159,6 @@ inline at::Tensor toDtype(const at::Tensor &t, at::ScalarType dtype) {
   return newTensor(t.sizes(), t.options().dtype(dtype)).copy_(t);
 }
 
-/// `tensors` in `dtype` (each converted where it has another dtype; undefined ones stay so).
-inline std::vector<at::Tensor> toDtype(at::TensorList tensors, at::ScalarType dtype) {
-  std::vector<at::Tensor> out;
-  out.reserve(tensors.size());
-  for (const at::Tensor &t : tensors)
-    out.push_back(toDtype(t, dtype));
-  return out;
-}
-
-/// The defined tensors of `tensors` as float32 (16-bit ones converted, float32 ones as they are).
-inline std::vector<at::Tensor> toFloat32(at::TensorList tensors) {
-  return toDtype(tensors, at::kFloat);
-}
-
 /// The dtype of a wide tensor (softmax logits and what they are computed from) in a call of
 /// `dtype`: float32 in a 16-bit call, `dtype` itself otherwise.
 inline at::ScalarType wideDtype(at::ScalarType dtype) {

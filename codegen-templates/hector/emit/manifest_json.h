@@ -112,6 +112,8 @@ inline Json manifestToJson(const LayerManifest &m, const Json *kernels = nullptr
                  {"outputs", m.memoryOutputs},
                  {"wide_points", m.wideMemoryPoints},
                  {"wide_outputs", m.wideMemoryOutputs}};
+  j["traffic"] = {
+      {"terms", terms}, {"elements", m.trafficElements}, {"wide", m.wideTrafficElements}};
   j["graph"] = Json::array();
   for (int k = 0; k < graph_schema::kNumGraphStructures; ++k)
     if (m.structures >> k & 1)
@@ -317,6 +319,12 @@ inline LayerManifest manifestFromJson(const std::string &ns, const std::string &
     m.wideMemoryOutputs = memory.numbers("wide_outputs");
     if (m.wideMemoryPoints.size() != m.memoryPoints.size())
       memory.fail("wide_points", "must have as many points as 'points'");
+  }
+  // A library built before the traffic was recorded: its 16-bit calls are costed as float32.
+  if (f.has("traffic")) {
+    FieldReader traffic(f.at("traffic"), ns + " ('traffic')");
+    m.trafficElements = traffic.numbers("elements");
+    m.wideTrafficElements = traffic.numbers("wide");
   }
   for (const Json &item : f.array("graph")) {
     const int k =

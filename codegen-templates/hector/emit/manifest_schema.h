@@ -96,6 +96,10 @@ struct LayerManifest {
   /// (the wide values: softmax logits and what they are computed from; zeros where absent).
   std::vector<std::vector<double>> wideMemoryPoints;
   std::vector<double> wideMemoryOutputs;
+  /// The elements a call's kernels read and write (coefficients of costTerms()), and their
+  /// part in wide values; empty in a library built before they were recorded. The runtime
+  /// weighs the cost model's bytes of a 16-bit call by the share of 2-byte elements in them.
+  std::vector<double> trafficElements, wideTrafficElements;
   /// The graph structures the layer's kernels read (built before a call).
   graph_schema::GraphStructureMask structures = 0;
   /// Whether the library carries the layer's CUDA kernels.

@@ -90,19 +90,16 @@ struct LayerPlan {
   /// The namespace of a forward layer's inference copy, or of the layer an inference copy
   /// copies.
   std::string inference, inferenceOf;
-  /// Whether a call with bfloat16 or float16 tensors runs the kernels on 16-bit storage: every
-  /// tensor in the call's 16-bit dtype except the `wide` ones, which are float32; every sum and
-  /// product in float. False (such a call is computed in float32 storage) only where a kernel
-  /// would read and write tensors of both storages in a way the templates do not take (a run
-  /// sum or an accumulation from one into the other), and then for the layer's forward and
-  /// backward together.
-  bool sixteenBitStorage = false;
+  /// A call with bfloat16 or float16 tensors runs the kernels on 16-bit storage: every tensor
+  /// in the call's 16-bit dtype except these, which are float32, every sum and product in float.
   /// The top-level values (inputs, weights, kernel results) stored as float32 in a 16-bit call
   /// (AccumType<T> in the kernels; T itself for float32 and float64 calls): those an exponential
   /// reads, directly or through any chain of ops (softmax logits, their maxima, the products
   /// and weights they are computed from), whose rounding to 8 significant bits would move an
-  /// exponential of a logit in the hundreds by tens of percent; and the activations a forward
-  /// saves for a backward that reads them so, and the reverse. Empty unless sixteenBitStorage.
+  /// exponential of a logit in the hundreds by tens of percent; per-head rows of a softmax
+  /// layer and their gradients; the activations a forward saves for a backward that reads them
+  /// so, and the reverse; and the other side of a buffer a kernel sums a wide value into
+  /// (planStorage).
   llvm::DenseSet<mlir::Value> wide;
   /// Optimisation variants (hector-variants): the layer as written lists its variants'
   /// namespaces; a variant names the layer's.
@@ -119,6 +116,10 @@ struct LayerPlan {
   /// The part of `memory` and `outputElements` in wide values (float32 in a 16-bit call).
   std::vector<std::array<double, kNumCostTerms>> wideMemory;
   std::array<double, kNumCostTerms> wideOutputElements{};
+  /// The elements the kernels of a call read and write (each kernel's operands, gathered rows
+  /// counted per edge, and results), and their part in wide values: the runtime weighs the
+  /// cost model's bytes of a 16-bit call by the share of 2-byte traffic (variants.cpp).
+  std::array<double, kNumCostTerms> traffic{}, wideTraffic{};
 };
 
 /// Plans every layer of `module`, which hector-prepare-emission annotated (an error at the first

@@ -397,7 +397,7 @@ static void printCallChecks(LayerPlan &plan, const std::string &op, llvm::raw_os
   } else {
     os << "  const at::ScalarType dtype = " << first << ".scalar_type();\n"
        << "  TORCH_CHECK_TYPE(dtype == at::kFloat || dtype == at::kDouble"
-       << (plan.sixteenBitStorage ? " || ::hector::emit::isHalfPrecision(dtype)" : "") << ", "
+       << " || ::hector::emit::isHalfPrecision(dtype), "
        << cppQuoted(op + ".forward: " + firstName +
                     " must be float32, float64, bfloat16 or float16 (the dtype of every tensor "
                     "of the call; a 16-bit call may also hold float32 tensors), got ")
@@ -466,17 +466,16 @@ static void printTableRowChecks(LayerPlan &plan, const std::string &op, llvm::ra
   });
 }
 
-/// Prints the dispatch of forward on the graph's index dtype and the element type (bfloat16 and
-/// float16 too for a layer computed in 16-bit storage).
-static void printDispatch(const LayerPlan &plan, const std::string &op, llvm::raw_ostream &os) {
+/// Prints the dispatch of forward on the graph's index dtype and the element type (float32,
+/// float64, bfloat16, float16).
+static void printDispatch(const std::string &op, llvm::raw_ostream &os) {
   auto sixteenBit = [&](const char *index, const char *indent) {
-    if (plan.sixteenBitStorage)
-      os << indent << "if (dtype == at::kBFloat16)\n"
-         << indent << "  return run<c10::BFloat16, " << index
-         << ">(graph, inputs, weights, mask, tensorCores);\n"
-         << indent << "if (dtype == at::kHalf)\n"
-         << indent << "  return run<c10::Half, " << index
-         << ">(graph, inputs, weights, mask, tensorCores);\n";
+    os << indent << "if (dtype == at::kBFloat16)\n"
+       << indent << "  return run<c10::BFloat16, " << index
+       << ">(graph, inputs, weights, mask, tensorCores);\n"
+       << indent << "if (dtype == at::kHalf)\n"
+       << indent << "  return run<c10::Half, " << index
+       << ">(graph, inputs, weights, mask, tensorCores);\n";
   };
   os << "  const std::uint64_t mask = static_cast<std::uint64_t>(needed);\n"
      << "  if (graph.indexDtype() == at::kLong) {\n"
@@ -501,12 +500,9 @@ static void printDispatch(const LayerPlan &plan, const std::string &op, llvm::ra
 
 /// Prints forward: validation, then dispatch on the element and index types (forwardAt). A call
 /// with bfloat16 or float16 tensors returns its results in the 16-bit dtype, except gradients,
-/// which take the dtype of their tensor. A layer in 16-bit storage
-/// (LayerPlan::sixteenBitStorage) converts its float32 tensors to the 16-bit dtype and runs the
-/// kernels on 16-bit rows, every sum and product in float (on CUDA its GEMMs on 16-bit tensor
-/// cores); any other 16-bit call is computed in float32 storage (every kernel, sum, softmax
-/// maximum and product on float32 conversions), and the activations it saves for its backward
-/// stay float32.
+/// which take the dtype of their tensor. It converts each tensor to its storage (the 16-bit
+/// dtype, float32 for a wide one: LayerPlan::wide) and runs the kernels on 16-bit rows, every sum
+/// and product in float (on CUDA the GEMMs of 16-bit rows on 16-bit tensor cores).
 static void printForward(LayerPlan &plan, const std::string &op, bool cuda, llvm::raw_ostream &os) {
   os << "std::vector<at::Tensor> forwardAt(at::TensorList graphTensors, c10::IntArrayRef "
         "graphSizes, at::TensorList inputs, at::TensorList weights, std::int64_t needed, bool "
@@ -519,7 +515,7 @@ static void printForward(LayerPlan &plan, const std::string &op, bool cuda, llvm
   if (!cuda)
     os << "  TORCH_CHECK_VALUE(!graph.device().is_cuda(), "
        << cppQuoted(op + ".forward: this library was built without CUDA kernels") << ");\n";
-  printDispatch(plan, op, os);
+  printDispatch(op, os);
 
   auto nameList = [&](auto items) {
     std::string out = "{";
@@ -555,27 +551,19 @@ static void printForward(LayerPlan &plan, const std::string &op, bool cuda, llvm
         os << indent << "results[" << o << "] = ::hector::emit::toDtype(results[" << o << "], "
            << dtypeOf(output) << ");\n";
   };
-  if (plan.sixteenBitStorage) {
-    // Each tensor in its storage: the call's 16-bit dtype, or float32 for a wide one. The CUDA
-    // GEMMs of 16-bit rows always run on 16-bit tensor cores (the launchers ignore the flag);
-    // those that read a float32 operand run on TF32 where PyTorch allows it for float32.
-    auto flags = [&](auto ops) {
-      std::string out = "{";
-      for (auto [i, op] : llvm::enumerate(ops))
-        out += std::string(i ? ", " : "") + (isWide(plan, op.getResult()) ? "true" : "false");
-      return out + "}";
-    };
-    os << "  std::vector<at::Tensor> results = forwardAt(graphTensors, graphSizes, "
-          "::hector::emit::toStorage(inputs, *half, "
-       << flags(plan.inputs) << "), ::hector::emit::toStorage(weights, *half, "
-       << flags(plan.weights) << "), needed, ::hector::emit::tf32Matmul());\n";
-  } else {
-    // On CUDA, the float32 conversions of 16-bit tensors are exact in TF32 (8 and 11 significant
-    // bits against TF32's 11): the GEMMs run on tensor cores whatever allow_tf32 says.
-    os << "  std::vector<at::Tensor> results = forwardAt(graphTensors, graphSizes, "
-          "::hector::emit::toFloat32(inputs), ::hector::emit::toFloat32(weights), needed, "
-          "true);\n";
-  }
+  // Each tensor in its storage: the call's 16-bit dtype, or float32 for a wide one. The CUDA
+  // GEMMs of 16-bit rows always run on 16-bit tensor cores (the launchers ignore the flag);
+  // those that read a float32 operand run on TF32 where PyTorch allows it for float32.
+  auto flags = [&](auto ops) {
+    std::string out = "{";
+    for (auto [i, op] : llvm::enumerate(ops))
+      out += std::string(i ? ", " : "") + (isWide(plan, op.getResult()) ? "true" : "false");
+    return out + "}";
+  };
+  os << "  std::vector<at::Tensor> results = forwardAt(graphTensors, graphSizes, "
+        "::hector::emit::toStorage(inputs, *half, "
+     << flags(plan.inputs) << "), ::hector::emit::toStorage(weights, *half, " << flags(plan.weights)
+     << "), needed, ::hector::emit::tf32Matmul());\n";
   printConversions("  ");
   os << "  return results;\n}\n\n";
 }

@@ -306,10 +306,8 @@ void printCudaSignatures(LayerPlan &plan, bool instantiate, llvm::raw_ostream &o
     print("T", "I");
     return;
   }
-  // A layer in 16-bit storage runs bfloat16 and float16 calls on 16-bit rows on CUDA too.
-  std::vector<StringRef> types = {"float", "double"};
-  if (plan.sixteenBitStorage)
-    types.insert(types.end(), {"c10::BFloat16", "c10::Half"});
+  // bfloat16 and float16 calls run on 16-bit rows on CUDA too.
+  const StringRef types[] = {"float", "double", "c10::BFloat16", "c10::Half"};
   for (StringRef type : types)
     print(type, "std::int32_t");
   os << "#ifdef HECTOR_INDEX64\n";

@@ -196,9 +196,11 @@ std::string manifestOf(LayerPlan &plan, bool cuda) {
   for (const std::array<double, kNumCostTerms> &point : plan.wideMemory)
     m.wideMemoryPoints.emplace_back(point.begin(), point.end());
   m.wideMemoryOutputs.assign(plan.wideOutputElements.begin(), plan.wideOutputElements.end());
+  m.trafficElements.assign(plan.traffic.begin(), plan.traffic.end());
+  m.wideTrafficElements.assign(plan.wideTraffic.begin(), plan.wideTraffic.end());
   m.structures = plan.structures;
   m.cuda = cuda;
-  m.sixteenBitStorage = plan.sixteenBitStorage;
+  m.sixteenBitStorage = true; // every layer (older libraries may lack it)
   Json kernels = Json::array();
   for (const Kernel &kernel : plan.kernels)
     kernels.push_back(kernelJson(plan, kernel));

@@ -67,14 +67,17 @@ std::optional<Space> pairSumSpaceOf(TraversalOp op) {
   return std::nullopt;
 }
 
-bool isWide(const LayerPlan &plan, Value v) {
+/// The value whose storage `v` reads: the table of a fused gather, the weight of a slice.
+static Value storedValue(const LayerPlan &plan, Value v) {
   auto marker = plan.gathers.find(v);
   if (marker != plan.gathers.end())
     v = marker->second.table;
   if (auto slice = v.getDefiningOp<SliceOp>())
     v = slice.getInput();
-  return plan.wide.contains(v);
+  return v;
 }
+
+bool isWide(const LayerPlan &plan, Value v) { return plan.wide.contains(storedValue(plan, v)); }
 
 std::string elementTypeOf(const LayerPlan &plan, Value v) {
   return isWide(plan, v) ? "::hector::tmpl::AccumType<T>" : "T";
@@ -450,6 +453,28 @@ static void computeMemory(LayerPlan &plan) {
   plan.wideMemory.push_back(liveWide);
 }
 
+/// Fills plan.traffic and plan.wideTraffic: the elements of every kernel's operands (as the
+/// kernel reads them: a fused gather's rows per edge, a weight once per slice) and results.
+static void computeTraffic(LayerPlan &plan) {
+  plan.traffic = {};
+  plan.wideTraffic = {};
+  auto count = [&](Value v) {
+    std::array<double, 7> elements = elementsOf(v.getType());
+    bool wide = isWide(plan, v);
+    for (int i = 0; i < 7; ++i) {
+      plan.traffic[i] += elements[i];
+      if (wide)
+        plan.wideTraffic[i] += elements[i];
+    }
+  };
+  for (const Kernel &kernel : plan.kernels) {
+    for (Value read : readsOf(plan, kernel))
+      count(read);
+    for (Value result : kernel.op->getResults())
+      count(result);
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // The module
 //===----------------------------------------------------------------------===//
@@ -548,30 +573,42 @@ static bool computesExponential(LayerOp layer) {
       .wasInterrupted();
 }
 
-/// Whether the kernels of `plan` can hold its wide values beside 16-bit ones: every run sum
-/// reads and writes one storage, and so does every accumulation into an operand's buffer.
-static bool storageFits(const LayerPlan &plan) {
+/// The pairs of values that a kernel of `plan` reads and writes in one buffer type, so that
+/// they need one storage: a run sum's input and result (the template sums rows of one type), a
+/// GEMM's accumulator and result (the GEMM adds into the accumulator's buffer).
+static SmallVector<std::pair<Value, Value>> oneStoragePairs(const LayerPlan &plan) {
+  SmallVector<std::pair<Value, Value>> pairs;
   for (const Kernel &kernel : plan.kernels) {
-    Value result = kernel.op->getNumResults() ? kernel.op->getResult(0) : Value();
-    if (kernel.kind == KernelKind::RowSum &&
-        isWide(plan, cast<ReduceOp>(kernel.op).getInput()) != isWide(plan, result))
-      return false;
-    if (auto gemm = dyn_cast<GemmOp>(kernel.op))
-      if (gemm.getAcc() && isWide(plan, gemm.getAcc()) != isWide(plan, result))
-        return false;
+    if (kernel.kind == KernelKind::RowSum)
+      pairs.push_back({cast<ReduceOp>(kernel.op).getInput(), kernel.op->getResult(0)});
+    if (auto gemm = dyn_cast<GemmOp>(kernel.op); gemm && gemm.getAcc())
+      pairs.push_back({gemm.getAcc(), gemm.getResult()});
   }
-  return true;
+  return pairs;
 }
 
-/// Fills LayerPlan::wide and sixteenBitStorage for every layer: the values an exponential reads,
-/// and, in a layer that computes one or in the backward of such a layer, every value with a row
-/// per head or less (isPerHeadRow: H values an edge, against H x d of the rows they weigh; a
-/// gradient of the logits is a difference of nearly equal terms, alpha (g - sum alpha g), which
-/// 16-bit terms would leave with few correct bits). Then made consistent between a forward
-/// layer and its backward (an activation saved by one and read by the other is wide in both,
-/// with what the forward computes it from). A layer whose kernels cannot hold its storage
-/// (storageFits) computes 16-bit calls in float32 storage, together with its forward or
-/// backward.
+/// Makes wide the 16-bit member of every pair of oneStoragePairs that meets a wide one (in the
+/// backward of rgat_pyg's compacted variants, the logits' share of a source row's gradient is
+/// wide and the messages' share, which the GEMM adds to it, was not). Returns whether anything
+/// changed.
+static bool widenSharedBuffers(LayerPlan &plan) {
+  bool changed = false;
+  for (auto [a, b] : oneStoragePairs(plan))
+    if (isWide(plan, a) != isWide(plan, b)) {
+      plan.wide.insert(storedValue(plan, isWide(plan, a) ? b : a));
+      changed = true;
+    }
+  return changed;
+}
+
+/// Fills LayerPlan::wide for every layer: the values an exponential reads, and, in a layer that
+/// computes one or in the backward of such a layer, every value with a row per head or less
+/// (isPerHeadRow: H values an edge, against H x d of the rows they weigh; a gradient of the
+/// logits is a difference of nearly equal terms, alpha (g - sum alpha g), which 16-bit terms
+/// would leave with few correct bits). Then, until nothing changes: made consistent between a
+/// forward layer and its backward (an activation saved by one and read by the other is wide in
+/// both, with what the forward computes it from), and one storage for the two sides of every
+/// buffer a kernel sums into (widenSharedBuffers), so that every kernel holds its operands.
 static void planStorage(std::vector<LayerPlan> &plans) {
   llvm::StringMap<LayerPlan *> bySymbol;
   llvm::StringMap<bool> exponential;
@@ -617,34 +654,31 @@ static void planStorage(std::vector<LayerPlan> &plans) {
         values[output.getName()] = output.getValue();
     return values;
   };
-  for (LayerPlan &forward : plans) {
-    auto ref = forward.layer->getAttrOfType<FlatSymbolRefAttr>(kBackwardAttrName);
-    LayerPlan *backward = ref ? bySymbol.lookup(ref.getValue()) : nullptr;
-    if (!backward)
-      continue;
-    llvm::StringMap<Value> fromForward = savedValues(forward),
-                           intoBackward = savedValues(*backward);
-    // What the backward needs wide, the forward computes wide (and what it is computed from);
-    // what the forward stores wide, the backward reads as it is.
-    SmallVector<Value> seeds;
-    for (auto &[name, value] : intoBackward)
-      if (backward->wide.contains(value) && fromForward.count(name))
-        seeds.push_back(fromForward.lookup(name));
-    addAncestors(forward.wide, std::move(seeds));
-    for (auto &[name, value] : fromForward)
-      if (isWide(forward, value) && intoBackward.count(name))
-        backward->wide.insert(intoBackward.lookup(name));
+  // Until nothing changes (the wide sets only grow): saved activations made consistent, then
+  // buffers that a kernel sums into given one storage.
+  for (bool changed = true; changed;) {
+    for (LayerPlan &forward : plans) {
+      auto ref = forward.layer->getAttrOfType<FlatSymbolRefAttr>(kBackwardAttrName);
+      LayerPlan *backward = ref ? bySymbol.lookup(ref.getValue()) : nullptr;
+      if (!backward)
+        continue;
+      llvm::StringMap<Value> fromForward = savedValues(forward),
+                             intoBackward = savedValues(*backward);
+      // What the backward needs wide, the forward computes wide (and what it is computed
+      // from); what the forward stores wide, the backward reads as it is.
+      SmallVector<Value> seeds;
+      for (auto &[name, value] : intoBackward)
+        if (backward->wide.contains(value) && fromForward.count(name))
+          seeds.push_back(fromForward.lookup(name));
+      addAncestors(forward.wide, std::move(seeds));
+      for (auto &[name, value] : fromForward)
+        if (isWide(forward, value) && intoBackward.count(name))
+          backward->wide.insert(intoBackward.lookup(name));
+    }
+    changed = false;
+    for (LayerPlan &plan : plans)
+      changed |= widenSharedBuffers(plan);
   }
-  for (LayerPlan &plan : plans)
-    plan.sixteenBitStorage = storageFits(plan);
-  for (LayerPlan &forward : plans)
-    if (auto ref = forward.layer->getAttrOfType<FlatSymbolRefAttr>(kBackwardAttrName))
-      if (LayerPlan *backward = bySymbol.lookup(ref.getValue()))
-        forward.sixteenBitStorage = backward->sixteenBitStorage =
-            forward.sixteenBitStorage && backward->sixteenBitStorage;
-  for (LayerPlan &plan : plans)
-    if (!plan.sixteenBitStorage)
-      plan.wide.clear();
 }
 
 FailureOr<std::vector<LayerPlan>> planModule(ModuleOp module, StringRef entryName) {
@@ -662,6 +696,7 @@ FailureOr<std::vector<LayerPlan>> planModule(ModuleOp module, StringRef entryNam
     computeStructures(plan);
     computeInPlace(plan);
     computeMemory(plan);
+    computeTraffic(plan);
   }
   FailureOr<LayerOp> entry = selectEntryLayer(module, entryName);
   if (failed(entry))

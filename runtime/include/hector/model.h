@@ -31,7 +31,10 @@ namespace hector {
 /// (forward + backward when `training`, the inference copy otherwise; the first among
 /// equals, i.e. the simplest); "none", "reorder", "compact" or "both" picks one (a
 /// c10::ValueError when the library does not carry it). With request "auto" the environment
-/// variable HECTOR_VARIANT, when set, is the request.
+/// variable HECTOR_VARIANT, when set, is the request. Among the variants whose estimated peak
+/// (estimatePeakBytes, for elements of `elementBytes`) fits the memory budget; in a 16-bit call
+/// (elementBytes 2) each variant's bytes are weighed by the share of its traffic in 2-byte
+/// elements, so a variant that computes in float32 storage pays for it.
 const LayerManifest &chooseVariant(const LayerManifest &layer, const Graph &graph, bool training,
                                    const std::string &request = "auto",
                                    int64_t elementBytes = 4);
@@ -64,7 +67,8 @@ const LayerManifest &prepareLayer(const LayerManifest &layer, const Graph &graph
 
 /// The cost model's comparison of the variants of `layer` on `graph`: per variant the
 /// estimated training (forward + backward) and inference costs, the largest intermediate, the
-/// rewrites, and the choice for training and for inference.
+/// rewrites, and the choice for training and for inference, for float32 calls (the last line)
+/// and for 16-bit ones.
 std::string explainVariants(const LayerManifest &layer, const Graph &graph);
 
 /// The manifest of the layer registered under the torch operator namespace `ns` (parsed once).

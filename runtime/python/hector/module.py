@@ -137,13 +137,21 @@ class CompiledLayer(torch.nn.Module):
             names.append(layer_manifest(ns)["variant"])
         return names
 
-    def chosen_variant(self, graph, training: bool | None = None) -> str:
+    def chosen_variant(self, graph, training: bool | None = None, dtype=None) -> str:
         """The variant a call on ``graph`` runs (``training``: whether gradients are needed;
-        default: whether grad mode is on and a weight requires grad)."""
+        default: whether grad mode is on and a weight requires grad) with tensors of ``dtype``
+        (default: the weights'; under ``torch.autocast``, pass its dtype). A bfloat16 or float16
+        call weighs each variant's memory traffic by its share of 2-byte elements."""
         if training is None:
             training = torch.is_grad_enabled() and any(w.requires_grad for w in self.weights())
         return torch.ops.hector.layer_variant(self.manifest["namespace"], graph._impl,
-                                              bool(training), self.variant)
+                                              bool(training), self.variant,
+                                              self._element_bytes(dtype))
+
+    def _element_bytes(self, dtype) -> int:
+        weights = self.weights()
+        dtype = dtype or (weights[0].dtype if weights else torch.get_default_dtype())
+        return torch.empty((), dtype=dtype).element_size()
 
     def prepare(self, graph, training: bool | None = None) -> str:
         """Builds the structures of ``graph`` that the variant a call would run reads (with its
@@ -161,11 +169,9 @@ class CompiledLayer(torch.nn.Module):
         weights')."""
         if training is None:
             training = torch.is_grad_enabled() and any(w.requires_grad for w in self.weights())
-        weights = self.weights()
-        dtype = dtype or (weights[0].dtype if weights else torch.get_default_dtype())
-        element = torch.empty((), dtype=dtype).element_size()
         return int(torch.ops.hector.layer_memory(self.manifest["namespace"], graph._impl,
-                                                 bool(training), self.variant, element))
+                                                 bool(training), self.variant,
+                                                 self._element_bytes(dtype)))
 
     def explain(self, graph) -> str:
         """The cost model's comparison of the variants on ``graph``: for each, the estimated
