@@ -478,10 +478,13 @@ def child_main(config_path: str) -> int:
                     raise RuntimeError(f"{model}: the library wants an input {name!r} the "
                                        "benchmark does not know")
             del norm
+            # The call's dtype: autocast's where the layer runs under it (its variant choice
+            # weighs 16-bit traffic).
+            call_dtype = getattr(torch, cfg["autocast"]) if cfg.get("autocast") else None
             for training in (True, False):
                 try:
                     rep[f"variant_{'train' if training else 'infer'}"] = \
-                        layer.chosen_variant(graph, training=training)
+                        layer.chosen_variant(graph, training=training, dtype=call_dtype)
                 except Exception as e:   # noqa: BLE001 - an API that changed: say so, go on
                     rep[f"variant_{'train' if training else 'infer'}"] = f"? ({short_error(e)})"
             try:

@@ -55,18 +55,20 @@ def assert_within_bound(actual, exact, single, what):
                                         f"float32 reference error {float32_err:.3g}")
 
 
-def check_layer(layer, dtype, graph, inputs, reference):
+def check_layer(layer, dtype, graph, inputs, reference, weight_grads=True):
     """Runs `layer` in `dtype` on `inputs` (float32 tensors, rounded to dtype) and compares the
     output and the gradients of every input and weight with reference(inputs, weights) in
     float64 on the same rounded values; with each optimisation variant the library carries, each
-    of which keeps its own set of values in float32 (LayerPlan::wide)."""
+    of which keeps its own set of values in float32 (LayerPlan::wide). `weight_grads=False`
+    leaves out the weights' gradients."""
     for variant in type(layer).variants():
         each = copy.deepcopy(layer)
         each.variant = variant
-        check_variant(each, dtype, graph, inputs, reference, f"variant {variant!r}")
+        check_variant(each, dtype, graph, inputs, reference, f"variant {variant!r}",
+                      weight_grads)
 
 
-def check_variant(layer, dtype, graph, inputs, reference, which):
+def check_variant(layer, dtype, graph, inputs, reference, which, weight_grads):
     weights = [(n, p.detach().clone()) for n, p in layer.named_parameters()]
     layer = layer.to(dtype)
     ins = [x.detach().to(dtype).requires_grad_() for x in inputs]
@@ -81,6 +83,8 @@ def check_variant(layer, dtype, graph, inputs, reference, which):
     for i, x in enumerate(ins):
         assert x.grad.dtype == dtype
         assert_within_bound(x.grad, exact[1][i], single[1][i], f"{which}: gradient of input {i}")
+    if not weight_grads:
+        return
     checked = 0
     for n, p in layer.named_parameters():
         if n not in exact[2]:
@@ -150,7 +154,12 @@ def test_rgat_pyg(compile_model, dtype, gkw):
 
 @pytest.mark.parametrize("dtype", HALF)
 @pytest.mark.parametrize("gkw", GRAPHS)
-def test_hgt(compile_model, dtype, gkw):
+@pytest.mark.parametrize("scale", [4.0, 30.0], ids=["unit", "large-logits"])
+def test_hgt(compile_model, dtype, gkw, scale):
+    """scale 30: logits in the hundreds, where the attention weights' gradients g_alpha = g_h . v
+    must come from float32 messages (16-bit ones left the input gradient 3% off). There the
+    attention saturates and the keys' weight gradients vanish (exactly ~1e-15, a cancellation
+    that float32 resolves no better): only the output and the input gradient are checked."""
     Model = compile_model("hgt", "in=8", "out=8", "H=2")
     g = awkward_graph(**gkw)
     torch.manual_seed(4)
@@ -158,13 +167,13 @@ def test_hgt(compile_model, dtype, gkw):
     with torch.no_grad():
         for p in (layer.bk, layer.bq, layer.bv, layer.bA, layer.mu, layer.skip):
             p.normal_()
-    x = torch.randn(g.num_nodes, 8) * 4
+    x = torch.randn(g.num_nodes, 8) * scale
 
     def reference(ins, w):
         return hgt_reference(g, ins[0], w["Wk"], w["bk"], w["Wq"], w["bq"], w["Wv"], w["bv"],
                              w["W_att"], w["W_msg"], w["mu"], w["A"], w["bA"], skip=w["skip"])
 
-    check_layer(layer, dtype, make_graph(g), [x], reference)
+    check_layer(layer, dtype, make_graph(g), [x], reference, weight_grads=scale < 10)
 
 
 def test_dtype_errors_name_the_tensor(compile_model):

@@ -1,7 +1,7 @@
 # Optimisation variants: every layer's library carries the layer as written ("none") and the
 # variants whose rewrites change it ("reorder": linear-operator reordering, "compact": compact
-# materialisation on unique (node, relation) pairs, "both"); the runtime picks one per graph with
-# the cost model. Oracles: the "none" variant (checked against PyG and plain PyTorch by
+# materialisation on unique (node, relation) pairs, "both", and "both_logits": both, with every
+# softmax logit computed from the inputs); the runtime picks one per graph with the cost model. Oracles: the "none" variant (checked against PyG and plain PyTorch by
 # test_models.py / test_training.py) for outputs and gradients, in float64, on the awkward small
 # graphs and on the real graphs AIFB and UMLS; torch.autograd.gradcheck for the variants'
 # backward; hectorc --explain for the runtime's choice.
@@ -24,7 +24,7 @@ F64 = torch.float64
 REPO = pathlib.Path(__file__).resolve().parents[2]
 BUILD = pathlib.Path(os.environ.get("HECTOR_BUILD_DIR", REPO / "build"))   # as conftest.py
 DATA = REPO.parent / "shared" / "data"
-ALL_VARIANTS = ["none", "reorder", "compact", "both"]
+ALL_VARIANTS = ["none", "reorder", "compact", "both", "both_logits"]
 # The real graphs: the models (with MODELS' small widths, so that the libraries are shared with
 # test_training.py) that run on them.
 REAL_MODELS = ["rgcn", "rgat", "hgt"]
@@ -164,7 +164,8 @@ def test_variants_equal_none_on_small_graphs(compile_model, model, gkw):
 # Variants each example must have (at MODELS' parameters): the rewrites that change the layer.
 EXPECTED_VARIANTS = {
     "rgcn": {"reorder", "compact"},
-    "rgat": {"reorder", "compact", "both"},
+    "rgat": {"reorder", "compact", "both", "both_logits"},
+    "rgat_pyg": {"reorder", "compact", "both", "both_logits"},
     "hgt": {"compact"},
 }
 
@@ -179,7 +180,8 @@ def test_models_have_their_variants(compile_model, model):
     if model == "rgat":
         assert variants == ALL_VARIANTS
     # HGT: its projections are biased and per node type, no reordering applies; RGCN: "both"
-    # equals "reorder" (no per-edge GEMM is left to compact); neither is built.
+    # equals "reorder" (no per-edge GEMM is left to compact); neither is built. Neither has a
+    # logit computed from its messages, so "both_logits" would repeat "both" or "compact".
     if model == "hgt":
         assert variants == ["none", "compact"]
     if model == "rgcn":
@@ -229,7 +231,8 @@ def test_variants_equal_none_on_real_graphs(compile_model, real_graphs, model, d
 
 # --- 3. gradcheck of the variants' backward ------------------------------------------------------
 
-@pytest.mark.parametrize("model,variant", [("rgat", "both"), ("hgt", "compact")])
+@pytest.mark.parametrize("model,variant", [("rgat", "both"), ("rgat", "both_logits"),
+                                           ("rgat_pyg", "both_logits"), ("hgt", "compact")])
 def test_variant_gradcheck_float64(compile_model, model, variant):
     params, decls = MODELS[model]
     Model = compile_model(model, *params)
@@ -249,7 +252,7 @@ def test_rgat_chooses_compaction_where_sources_are_shared(compile_model):
     assert graph.num_edges / graph.num_unique_src >= 10
     layer = Model(num_relations=graph.num_relations, num_ntypes=graph.num_ntypes, dtype=F64)
     training = layer.chosen_variant(graph, training=True)
-    assert training in ("compact", "both"), layer.explain(graph)
+    assert training in ("compact", "both", "both_logits"), layer.explain(graph)
     inference = layer.chosen_variant(graph, training=False)
     assert choice_of(layer.explain(graph)) == (training, inference)
     # The default for `training`: grad mode and weights that require grad.
@@ -345,18 +348,21 @@ def sixteen_bit_objective(ns, terms, balance=4.0):
     return flops + balance * two_byte_factor(ns, terms) * bytes_
 
 
-@pytest.mark.parametrize("model", ["rgcn", "rgat_pyg", "hgt"])
+@pytest.mark.parametrize("model", ["rgcn", "rgat", "rgat_pyg", "hgt"])
 def test_sixteen_bit_calls_weigh_two_byte_traffic(compile_model, model):
     """A bfloat16 call chooses among the variants with each one's bytes weighed by its share of
     2-byte traffic (the manifest's "traffic": a wide element moves 4 bytes, any other 2); for
-    RGCN, which has no wide values, exactly one half. The choice recomputed here from the
-    manifests is the one the runtime makes and explains; a float32 call's choice is unchanged."""
+    RGCN, which has no wide values, exactly one half; for the inference copy of the RGATs'
+    "both_logits", whose messages are 16-bit, less than for "both"'s, whose logits are computed
+    from its messages (a training call keeps the messages float32 for the backward). The
+    choice recomputed here from the manifests is the one the runtime makes and explains; a
+    float32 call's choice is unchanged."""
     Model = compile_model(model, *MODELS[model][0])
     for graph in (sharing_graph(), no_sharing_graph(num_ntypes=1)):
         layer = Model(num_relations=graph.num_relations, num_ntypes=graph.num_ntypes)
         terms = cost_terms(graph)
         names = [layer.manifest["namespace"]] + layer.manifest.get("variants", [])
-        train, inference = {}, {}
+        train, inference, inference_factor = {}, {}, {}
         for v, ns in zip(Model.variants(), names):
             lm = layer_manifest(ns)
             related = [ns, lm["backward"], lm["inference"]]
@@ -368,6 +374,10 @@ def test_sixteen_bit_calls_weigh_two_byte_traffic(compile_model, model):
             train[v] = sixteen_bit_objective(ns, terms) + sixteen_bit_objective(lm["backward"],
                                                                                 terms)
             inference[v] = sixteen_bit_objective(lm["inference"], terms)
+            inference_factor[v] = factors[2]
+        if model.startswith("rgat") and graph.num_unique_src == graph.num_edges:
+            assert inference_factor["both_logits"] < inference_factor["both"] - 0.05, \
+                inference_factor
 
         def cheapest(costs):   # the first (simplest) among equals, as the runtime chooses
             best = next(iter(costs))

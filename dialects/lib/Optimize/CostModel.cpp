@@ -323,15 +323,35 @@ static std::string describeSite(Operation *op) {
   return text;
 }
 
+/// Whether an exponential (an `exp` or a `softmax`) reads a result of `op`, through any chain
+/// of top-level ops of its layer.
+static bool feedsExponential(Operation *op) {
+  SmallVector<Operation *> work = {op};
+  llvm::DenseSet<Operation *> seen;
+  while (!work.empty()) {
+    Operation *current = work.pop_back_val();
+    if (isa<ExpOp, SoftmaxOp>(current))
+      return true;
+    for (Operation *user : current->getUsers())
+      if (seen.insert(user).second)
+        work.push_back(user);
+  }
+  return false;
+}
+
 LogicalResult SitePattern::matchAndRewrite(Operation *op, PatternRewriter &rewriter) const {
   if (failed(check(op, rewriter)))
     return failure();
-  if (policy.mode != CostPolicy::Always && !pays(op))
+  // A site an exponential reads, under CostPolicy::exponentialInputs, is applied whether it
+  // pays or not (and says so when it does not).
+  const bool paying = policy.mode == CostPolicy::Always || pays(op);
+  if (!paying && !(policy.exponentialInputs && feedsExponential(op)))
     return rewriter.notifyMatchFailure(op, "the estimated cost does not drop");
   std::string site = describeSite(op);
   std::string what = apply(op, rewriter);
   if (log)
-    log->applied.push_back(site + ": " + what);
+    log->applied.push_back(site + ": " + what +
+                           (paying ? "" : " (the logits from the inputs, at a cost)"));
   return success();
 }
 
@@ -424,6 +444,8 @@ StringRef hector::stringifyVariant(Variant variant) {
     return "compact";
   case Variant::Both:
     return "both";
+  case Variant::BothLogits:
+    return "both_logits";
   }
   llvm_unreachable("unknown variant");
 }
@@ -432,7 +454,12 @@ void hector::applyVariant(LayerOp layer, Variant variant, const CostPolicy &poli
                           RewriteLog *log) {
   if (variant == Variant::Reorder || variant == Variant::Both)
     reorderLinear(layer, policy, log);
-  if (variant == Variant::Compact || variant == Variant::Both)
+  if (variant == Variant::BothLogits) {
+    CostPolicy logits = policy;
+    logits.exponentialInputs = true;
+    reorderLinear(layer, logits, log);
+  }
+  if (variant == Variant::Compact || variant == Variant::Both || variant == Variant::BothLogits)
     compactMaterialize(layer, policy, log);
 }
 
@@ -442,7 +469,8 @@ Explanation hector::explain(LayerOp layer, const GraphSizes &sizes, double balan
   result.sizes = sizes;
   result.balance = balance;
   CostPolicy policy = CostPolicy::atSizes(sizes, balance);
-  for (Variant variant : {Variant::None, Variant::Reorder, Variant::Compact, Variant::Both}) {
+  for (Variant variant :
+       {Variant::None, Variant::Reorder, Variant::Compact, Variant::Both, Variant::BothLogits}) {
     LayerOp copy = layer.clone();
     VariantReport report;
     report.variant = variant;

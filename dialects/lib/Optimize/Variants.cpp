@@ -85,16 +85,21 @@ LayerVariants buildVariants(LayerOp layer, bool reorder, bool compact) {
   CostPolicy compactPolicy = CostPolicy::always();
   LayerVariants result;
   SmallVector<std::string> seen = {bodyText(layer)};
-  for (Variant variant : {Variant::Reorder, Variant::Compact, Variant::Both}) {
-    bool reorders = variant == Variant::Reorder || variant == Variant::Both;
-    bool compacts = variant == Variant::Compact || variant == Variant::Both;
+  // BothLogits: every logit from the inputs (CostPolicy::exponentialInputs), whatever the
+  // site costs on its own; the runtime weighs the variant as a whole.
+  CostPolicy logitsPolicy = reorderPolicy;
+  logitsPolicy.exponentialInputs = true;
+  for (Variant variant : {Variant::Reorder, Variant::Compact, Variant::Both, Variant::BothLogits}) {
+    bool reorders = variant != Variant::Compact;
+    bool compacts = variant != Variant::Reorder;
     if ((reorders && !reorder) || (compacts && !compact))
       continue;
     LayerOp copy = layer.clone();
     RewriteLog log;
     unsigned applied = 0;
     if (reorders)
-      applied += reorderLinear(copy, reorderPolicy, &log);
+      applied +=
+          reorderLinear(copy, variant == Variant::BothLogits ? logitsPolicy : reorderPolicy, &log);
     if (compacts)
       applied += compactMaterialize(copy, compactPolicy, &log);
     eraseDeadOps(copy);

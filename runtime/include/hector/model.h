@@ -29,7 +29,7 @@ namespace hector {
 /// The variant of `layer` (the layer as loaded) that runs on `graph`: `request` "auto" (or
 /// empty) chooses with the cost model, the cheapest estimated cost at the graph's sizes
 /// (forward + backward when `training`, the inference copy otherwise; the first among
-/// equals, i.e. the simplest); "none", "reorder", "compact" or "both" picks one (a
+/// equals, i.e. the simplest); "none", "reorder", "compact", "both" or "both_logits" picks one (a
 /// c10::ValueError when the library does not carry it). With request "auto" the environment
 /// variable HECTOR_VARIANT, when set, is the request. Among the variants whose estimated peak
 /// (estimatePeakBytes, for elements of `elementBytes`) fits the memory budget; in a 16-bit call
@@ -124,7 +124,8 @@ public:
   /// The weights in manifest order.
   std::vector<at::Tensor> weights() const;
   /// Which optimisation variant forward() runs: "auto" (the cost model's choice per graph, the
-  /// default), "none", "reorder", "compact" or "both" (see chooseVariant).
+  /// default), "none", "reorder", "compact", "both" or "both_logits" (see
+  /// chooseVariant).
   std::string variant = "auto";
   const LayerManifest &manifest() const { return manifest_; }
   int64_t numRelations() const { return numRelations_; }

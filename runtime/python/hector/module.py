@@ -66,8 +66,9 @@ class CompiledLayer(torch.nn.Module):
     manifest: dict = {}
     _op = None
     #: Which optimisation variant runs: "auto" (the cost model chooses per graph; the default),
-    #: or "none", "reorder", "compact", "both" (see :meth:`variants`). All give the same results
-    #: up to rounding. The environment variable HECTOR_VARIANT overrides "auto".
+    #: or "none", "reorder", "compact", "both", "both_logits" (see :meth:`variants`). All give
+    #: the same results up to rounding. The environment variable HECTOR_VARIANT overrides
+    #: "auto".
     variant: str = "auto"
 
     def __init__(self, num_relations: int = 1, num_ntypes: int = 1, *, dtype=None, device=None):
@@ -131,7 +132,7 @@ class CompiledLayer(torch.nn.Module):
     @classmethod
     def variants(cls) -> list[str]:
         """The optimisation variants the library carries: "none" (the layer as written) and
-        those of "reorder", "compact", "both" whose rewrites change the layer."""
+        those of "reorder", "compact", "both", "both_logits" whose rewrites change the layer."""
         names = [cls.manifest.get("variant", "none")]
         for ns in cls.manifest.get("variants", []):
             names.append(layer_manifest(ns)["variant"])

@@ -2,7 +2,7 @@
 //
 // FLOPs and bytes moved of a Hector layer as linear functions of the graph's sizes, the policy
 // deciding whether a rewrite pays, the two rewrites as functions, and the report comparing the
-// variants (none, reorder, compact, both) for given sizes.
+// variants (none, reorder, compact, both, both_logits) for given sizes.
 //
 //===----------------------------------------------------------------------===//
 #ifndef HECTOR_OPTIMIZE_COSTMODEL_H
@@ -96,6 +96,11 @@ struct CostPolicy {
   Mode mode = NeverGrows;
   GraphSizes sizes;
   double balance = kDefaultBalance;
+  /// Also applies, whatever it costs, every site whose result an exponential reads (an
+  /// `exp` or `softmax`, through any chain of ops): the logits then come from the layer's
+  /// inputs (`x (W a)`), not from its messages, which a 16-bit call can then keep in 16 bits
+  /// (the values an exponential reads stay float32: docs/runtime.md, "16-bit layers").
+  bool exponentialInputs = false;
 
   static CostPolicy always() { return {Always, {}, kDefaultBalance}; }
   static CostPolicy neverGrows(double balance = kDefaultBalance) {
@@ -125,8 +130,12 @@ unsigned reorderLinear(LayerOp layer, const CostPolicy &policy, RewriteLog *log 
 /// `policy`. Returns the number of values compacted.
 unsigned compactMaterialize(LayerOp layer, const CostPolicy &policy, RewriteLog *log = nullptr);
 
-/// The four ways to compile a layer.
-enum class Variant { None, Reorder, Compact, Both };
+/// The ways to compile a layer: as written, reordered, compacted, both, and both with every
+/// logit computed from the inputs (CostPolicy::exponentialInputs). The last is built apart from
+/// "both" because reordering decides site by site before compaction: a logit site that costs
+/// more on uncompacted rows can pay once the rows are compacted (rgat_pyg's source side), and a
+/// 16-bit call keeps the messages of such a variant in 16 bits.
+enum class Variant { None, Reorder, Compact, Both, BothLogits };
 llvm::StringRef stringifyVariant(Variant variant);
 
 /// Applies the rewrites of `variant` (reordering first) to `layer` under `policy`.

@@ -92,13 +92,20 @@ def Variants : Pass<"hector-variants", "mlir::ModuleOp"> {
     ```
     hector.layer @L { ... }
       =>
-    hector.layer @L {hector.variant = "none", hector.variants = [@L__reorder, @L__compact, @L__both]}
+    hector.layer @L {hector.variant = "none", hector.variants = [@L__reorder, ..., @L__both_logits]}
     hector.layer @L__reorder {hector.variant = "reorder", hector.variant_of = @L}   reorder sites
-                                                                that never cost more
+                                                                that pay on some graph
     hector.layer @L__compact {hector.variant = "compact", hector.variant_of = @L}   every legal
                                                                 compaction
     hector.layer @L__both    {hector.variant = "both", hector.variant_of = @L}      both
+    hector.layer @L__both_logits {hector.variant = "both_logits", ...}   both, and every
+                                                    reordering an exponential reads
     ```
+
+    `both_logits` computes every softmax logit from the layer's inputs (`x (W a)`), whatever
+    that site costs on its own: reordering decides site by site before compaction, and such a
+    site can pay on compacted rows (rgat_pyg's source side); and where no logit is computed from
+    the messages, a 16-bit call keeps them in 16 bits (docs/runtime.md, "16-bit layers").
 
     A variant whose rewrites change nothing, or that equals an earlier one, is left out. A layer
     that already has variants, is one, or was differentiated or derived by hector-autodiff is
