@@ -4,8 +4,9 @@
     python tools/bench_variants.py --models rgat --graphs synthetic --json out.json
 
 hectorc builds every layer's variants (none: the layer as written; reorder: linear-operator
-reordering; compact: compact materialisation over unique (node, relation) pairs; both) and the
-runtime picks one per graph from the cost model's estimates at the graph's sizes
+reordering; compact: compact materialisation over unique (node, relation) pairs; both;
+both_logits: both, with every softmax logit computed from the inputs) and the runtime picks one
+per graph from the cost model's estimates at the graph's sizes
 (docs/architecture.md, "Optimisations"). For every model (examples/rgcn.hector,
 rgat_pyg.hector, hgt.hector at --hidden / --heads) and graph, this script runs each variant the
 library carries, in one process on the same graph, inputs and weights, and reports per variant:
