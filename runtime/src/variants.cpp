@@ -83,11 +83,12 @@ Estimate estimate(const LayerManifest &m, const std::vector<double> &terms, doub
   e.layer = &m;
   e.flops = evaluate(m.flops, terms);
   e.bytes = bytesFactor(m, terms, elementBytes) * evaluate(m.bytes, terms);
-  e.train = objective(m, terms, balance, elementBytes);
+  const double forward = e.flops + balance * e.bytes;
+  e.train = forward;
   if (!m.backward.empty())
     e.train += objective(manifestOf(m.backward), terms, balance, elementBytes);
   e.inference = m.inference.empty()
-                    ? objective(m, terms, balance, elementBytes)
+                    ? forward
                     : objective(manifestOf(m.inference), terms, balance, elementBytes);
   for (const std::vector<double> &value : m.intermediates)
     e.largest = std::max(e.largest, evaluate(value, terms));

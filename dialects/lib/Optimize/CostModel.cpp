@@ -450,17 +450,25 @@ StringRef hector::stringifyVariant(Variant variant) {
   llvm_unreachable("unknown variant");
 }
 
-void hector::applyVariant(LayerOp layer, Variant variant, const CostPolicy &policy,
-                          RewriteLog *log) {
-  if (variant == Variant::Reorder || variant == Variant::Both)
-    reorderLinear(layer, policy, log);
-  if (variant == Variant::BothLogits) {
-    CostPolicy logits = policy;
-    logits.exponentialInputs = true;
-    reorderLinear(layer, logits, log);
+bool hector::variantReorders(Variant variant) {
+  return variant != Variant::None && variant != Variant::Compact;
+}
+
+bool hector::variantCompacts(Variant variant) {
+  return variant != Variant::None && variant != Variant::Reorder;
+}
+
+unsigned hector::applyVariant(LayerOp layer, Variant variant, const CostPolicy &reorderPolicy,
+                              const CostPolicy &compactPolicy, RewriteLog *log) {
+  unsigned applied = 0;
+  if (variantReorders(variant)) {
+    CostPolicy policy = reorderPolicy;
+    policy.exponentialInputs = variant == Variant::BothLogits;
+    applied += reorderLinear(layer, policy, log);
   }
-  if (variant == Variant::Compact || variant == Variant::Both || variant == Variant::BothLogits)
-    compactMaterialize(layer, policy, log);
+  if (variantCompacts(variant))
+    applied += compactMaterialize(layer, compactPolicy, log);
+  return applied;
 }
 
 Explanation hector::explain(LayerOp layer, const GraphSizes &sizes, double balance) {
@@ -474,7 +482,7 @@ Explanation hector::explain(LayerOp layer, const GraphSizes &sizes, double balan
     LayerOp copy = layer.clone();
     VariantReport report;
     report.variant = variant;
-    applyVariant(copy, variant, policy, &report.log);
+    applyVariant(copy, variant, policy, policy, &report.log);
     eraseDeadOps(copy);
     report.cost = estimateCost(copy);
     copy.erase();

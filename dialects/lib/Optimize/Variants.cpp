@@ -85,23 +85,14 @@ LayerVariants buildVariants(LayerOp layer, bool reorder, bool compact) {
   CostPolicy compactPolicy = CostPolicy::always();
   LayerVariants result;
   SmallVector<std::string> seen = {bodyText(layer)};
-  // BothLogits: every logit from the inputs (CostPolicy::exponentialInputs), whatever the
-  // site costs on its own; the runtime weighs the variant as a whole.
-  CostPolicy logitsPolicy = reorderPolicy;
-  logitsPolicy.exponentialInputs = true;
+  // BothLogits takes every logit site whatever it costs on its own (applyVariant); the runtime
+  // weighs the variant as a whole.
   for (Variant variant : {Variant::Reorder, Variant::Compact, Variant::Both, Variant::BothLogits}) {
-    bool reorders = variant != Variant::Compact;
-    bool compacts = variant != Variant::Reorder;
-    if ((reorders && !reorder) || (compacts && !compact))
+    if ((variantReorders(variant) && !reorder) || (variantCompacts(variant) && !compact))
       continue;
     LayerOp copy = layer.clone();
     RewriteLog log;
-    unsigned applied = 0;
-    if (reorders)
-      applied +=
-          reorderLinear(copy, variant == Variant::BothLogits ? logitsPolicy : reorderPolicy, &log);
-    if (compacts)
-      applied += compactMaterialize(copy, compactPolicy, &log);
+    unsigned applied = applyVariant(copy, variant, reorderPolicy, compactPolicy, &log);
     eraseDeadOps(copy);
     std::string text = bodyText(copy);
     if (variant == Variant::Reorder)

@@ -138,9 +138,15 @@ unsigned compactMaterialize(LayerOp layer, const CostPolicy &policy, RewriteLog 
 enum class Variant { None, Reorder, Compact, Both, BothLogits };
 llvm::StringRef stringifyVariant(Variant variant);
 
-/// Applies the rewrites of `variant` (reordering first) to `layer` under `policy`.
-void applyVariant(LayerOp layer, Variant variant, const CostPolicy &policy,
-                  RewriteLog *log = nullptr);
+/// Whether `variant` reorders and whether it compacts.
+bool variantReorders(Variant variant);
+bool variantCompacts(Variant variant);
+
+/// Applies the rewrites of `variant` (reordering first) to `layer`: reordering under
+/// `reorderPolicy` (with CostPolicy::exponentialInputs for BothLogits), compaction under
+/// `compactPolicy`. Returns the number of rewrites.
+unsigned applyVariant(LayerOp layer, Variant variant, const CostPolicy &reorderPolicy,
+                      const CostPolicy &compactPolicy, RewriteLog *log = nullptr);
 
 /// One variant in an explanation: its rewrites and its estimate at the explained sizes.
 struct VariantReport {
